@@ -1,0 +1,81 @@
+"""Resource names from the environment and aiobotocore clients built once per container.
+
+Every client honours AWS_ENDPOINT_URL (botocore reads it), so LocalStack or a shared moto server need no code.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+
+from seolens_core.adapters._metering import GLOBAL_METER, CallMeter
+
+
+class ConfigurationError(RuntimeError):
+    """A required resource name is missing from the function's environment."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """The names of the resources template.yaml created, as each function receives them."""
+
+    crawls_table: str
+    urls_table: str
+    hosts_table: str
+    frontier_queue_url: str
+    dead_letter_queue_url: str
+    results_bucket: str
+    state_machine_arn: str | None = None
+
+    @classmethod
+    def from_env(cls, env: os._Environ[str] | dict[str, str] | None = None) -> Resources:
+        source = os.environ if env is None else env
+        names = {
+            "crawls_table": "CRAWLS_TABLE",
+            "urls_table": "URLS_TABLE",
+            "hosts_table": "HOSTS_TABLE",
+            "frontier_queue_url": "FRONTIER_QUEUE_URL",
+            "dead_letter_queue_url": "DEAD_LETTER_QUEUE_URL",
+            "results_bucket": "RESULTS_BUCKET",
+        }
+        missing = [var for var in names.values() if not source.get(var)]
+        if missing:
+            raise ConfigurationError(f"missing environment variables: {', '.join(missing)}")
+        values = {field: source[var] for field, var in names.items()}
+        return cls(**values, state_machine_arn=source.get("STATE_MACHINE_ARN") or None)
+
+
+class AwsClients:
+    """Open aiobotocore clients (dynamodb, sqs, s3, stepfunctions) bound to one event loop."""
+
+    def __init__(self, meter: CallMeter = GLOBAL_METER) -> None:
+        self._stack = AsyncExitStack()
+        self._meter = meter
+        self.dynamodb: Any = None
+        self.sqs: Any = None
+        self.s3: Any = None
+        self.stepfunctions: Any = None
+
+    async def open(self) -> AwsClients:
+        session = get_session()
+        config = AioConfig(
+            max_pool_connections=64,
+            retries={"max_attempts": 8, "mode": "adaptive"},
+            connect_timeout=5,
+            read_timeout=30,
+        )
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        for name in ("dynamodb", "sqs", "s3", "stepfunctions"):
+            client = await self._stack.enter_async_context(
+                session.create_client(name, region_name=region, config=config)  # type: ignore[call-overload]
+            )
+            setattr(self, name, self._meter.attach(client))
+        return self
+
+    async def close(self) -> None:
+        await self._stack.aclose()

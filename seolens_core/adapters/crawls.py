@@ -1,0 +1,187 @@
+"""CrawlStore: the crawls table (status, settings, atomic counters) and the operator's global pause switch."""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from seolens_core.settings import CrawlSettings
+
+GLOBAL_CONTROL_ID = "__frontier__"
+
+
+class CrawlStatus(enum.StrEnum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    CANCELLED = "CANCELLED"
+    FINISHING = "FINISHING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+    @property
+    def accepts_fetches(self) -> bool:
+        return self in (CrawlStatus.QUEUED, CrawlStatus.RUNNING)
+
+    @property
+    def terminal(self) -> bool:
+        return self in (CrawlStatus.CANCELLED, CrawlStatus.COMPLETED, CrawlStatus.FAILED)
+
+
+class CrawlNotFound(LookupError):
+    """No crawl with that id."""
+
+
+class StatusConflict(RuntimeError):
+    """The crawl is not in a status that allows this change."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRecord:
+    crawl_id: str
+    status: CrawlStatus
+    settings: CrawlSettings
+    site: str
+    created_at: str
+    started_epoch: float
+    counters: dict[str, int] = field(default_factory=dict)
+    finished_at: str | None = None
+    error: str | None = None
+
+
+def _now_iso(now: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+
+
+class CrawlStore:
+    """Crawl items keyed by `crawl_id`; counters are DynamoDB ADD updates (exact under concurrency)."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self._client = client
+        self._table = table
+
+    async def create(self, crawl_id: str, settings: CrawlSettings, site: str, now: float) -> CrawlRecord:
+        item = {
+            "crawl_id": {"S": crawl_id},
+            "status": {"S": CrawlStatus.QUEUED.value},
+            "settings": {"S": settings.to_storage()},
+            "site": {"S": site},
+            "created_at": {"S": _now_iso(now)},
+            "started_epoch": {"N": repr(now)},
+        }
+        await self._client.put_item(
+            TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(crawl_id)"
+        )
+        return CrawlRecord(crawl_id, CrawlStatus.QUEUED, settings, site, item["created_at"]["S"], now)
+
+    async def get(self, crawl_id: str) -> CrawlRecord:
+        resp = await self._client.get_item(
+            TableName=self._table, Key={"crawl_id": {"S": crawl_id}}, ConsistentRead=True
+        )
+        item = resp.get("Item")
+        if not item or "settings" not in item:
+            raise CrawlNotFound(crawl_id)
+        return _record(item)
+
+    async def list(self, limit: int = 50) -> list[CrawlRecord]:
+        resp = await self._client.scan(TableName=self._table, Limit=max(limit * 2, 100))
+        records = [_record(i) for i in resp.get("Items", []) if "settings" in i]
+        records.sort(key=lambda r: r.created_at, reverse=True)
+        return records[:limit]
+
+    async def previous_of_site(self, site: str, before: str) -> CrawlRecord | None:
+        """The latest finished crawl of `site` created before `before` (for audit comparisons)."""
+        resp = await self._client.query(
+            TableName=self._table,
+            IndexName="by_site",
+            KeyConditionExpression="site = :s AND created_at < :b",
+            ExpressionAttributeValues={":s": {"S": site}, ":b": {"S": before}},
+            ScanIndexForward=False,
+            Limit=20,
+        )
+        for item in resp.get("Items", []):
+            if item.get("status", {}).get("S") == CrawlStatus.COMPLETED.value:
+                return await self.get(item["crawl_id"]["S"])
+        return None
+
+    async def add_counters(self, crawl_id: str, deltas: dict[str, int]) -> None:
+        deltas = {k: v for k, v in deltas.items() if v}
+        if not deltas:
+            return
+        names = {f"#c{i}": name for i, name in enumerate(deltas)}
+        values = {f":v{i}": {"N": str(v)} for i, v in enumerate(deltas.values())}
+        expr = "ADD " + ", ".join(f"#c{i} :v{i}" for i in range(len(deltas)))
+        await self._client.update_item(
+            TableName=self._table,
+            Key={"crawl_id": {"S": crawl_id}},
+            UpdateExpression=expr,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    async def set_status(
+        self,
+        crawl_id: str,
+        status: CrawlStatus,
+        *,
+        allowed_from: tuple[CrawlStatus, ...] | None = None,
+        now: float | None = None,
+        error: str | None = None,
+    ) -> None:
+        names = {"#s": "status"}
+        values: dict[str, Any] = {":s": {"S": status.value}}
+        sets = ["#s = :s"]
+        if status.terminal and now is not None:
+            sets.append("finished_at = :f")
+            values[":f"] = {"S": _now_iso(now)}
+        if error:
+            sets.append("error_text = :e")
+            values[":e"] = {"S": error[:2000]}
+        condition = "attribute_exists(crawl_id)"
+        if allowed_from:
+            placeholders = []
+            for i, allowed in enumerate(allowed_from):
+                values[f":a{i}"] = {"S": allowed.value}
+                placeholders.append(f":a{i}")
+            condition += f" AND #s IN ({', '.join(placeholders)})"
+        try:
+            await self._client.update_item(
+                TableName=self._table,
+                Key={"crawl_id": {"S": crawl_id}},
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except self._client.exceptions.ConditionalCheckFailedException:
+            current = await self.get(crawl_id)  # raises CrawlNotFound for unknown ids
+            raise StatusConflict(f"crawl {crawl_id} is {current.status.value}") from None
+
+    async def frontier_paused(self) -> bool:
+        resp = await self._client.get_item(
+            TableName=self._table, Key={"crawl_id": {"S": GLOBAL_CONTROL_ID}}, ConsistentRead=True
+        )
+        return bool(resp.get("Item", {}).get("paused", {}).get("BOOL", False))
+
+    async def set_frontier_paused(self, paused: bool) -> None:
+        await self._client.put_item(
+            TableName=self._table, Item={"crawl_id": {"S": GLOBAL_CONTROL_ID}, "paused": {"BOOL": paused}}
+        )
+
+
+def _record(item: dict[str, Any]) -> CrawlRecord:
+    counters = {k: int(v["N"]) for k, v in item.items() if k.startswith("n_") and "N" in v}
+    return CrawlRecord(
+        crawl_id=item["crawl_id"]["S"],
+        status=CrawlStatus(item["status"]["S"]),
+        settings=CrawlSettings.model_validate(json.loads(item["settings"]["S"])),
+        site=item.get("site", {}).get("S", ""),
+        created_at=item.get("created_at", {}).get("S", ""),
+        started_epoch=float(item.get("started_epoch", {}).get("N", "0")),
+        counters=counters,
+        finished_at=item.get("finished_at", {}).get("S"),
+        error=item.get("error_text", {}).get("S"),
+    )

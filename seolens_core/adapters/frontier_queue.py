@@ -1,0 +1,67 @@
+"""FrontierQueue: SQS as the frontier. Sends in batches of ten; a deferral is a re-send with a delay.
+
+Deferring by re-sending (not by failing the record) keeps the receive count meaningful: only real failures
+move a URL towards the dead-letter queue, never politeness waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seolens_core.frontier import FrontierMessage
+
+MAX_SQS_DELAY_S = 900
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    message: FrontierMessage
+    delay_s: int = 0
+
+
+class SendFailed(RuntimeError):
+    """Some messages could not be sent after retries; the caller must not acknowledge their source."""
+
+
+class FrontierQueue:
+    def __init__(self, client: Any, queue_url: str) -> None:
+        self._client = client
+        self._url = queue_url
+
+    async def send(self, outgoing: Sequence[Outgoing]) -> None:
+        chunks = [outgoing[i : i + 10] for i in range(0, len(outgoing), 10)]
+        await asyncio.gather(*(self._send_chunk(c) for c in chunks))
+
+    async def _send_chunk(self, chunk: Sequence[Outgoing]) -> None:
+        entries = {
+            uuid.uuid4().hex: {
+                "MessageBody": o.message.to_json(),
+                "DelaySeconds": max(0, min(MAX_SQS_DELAY_S, o.delay_s)),
+            }
+            for o in chunk
+        }
+        for attempt in range(6):
+            resp = await self._client.send_message_batch(
+                QueueUrl=self._url, Entries=[{"Id": i, **e} for i, e in entries.items()]
+            )
+            failed = {f["Id"] for f in resp.get("Failed", [])}
+            entries = {i: e for i, e in entries.items() if i in failed}
+            if not entries:
+                return
+            await asyncio.sleep(0.05 * 2**attempt)
+        raise SendFailed(f"{len(entries)} frontier messages could not be sent")
+
+    async def approximate_counts(self) -> dict[str, int]:
+        resp = await self._client.get_queue_attributes(
+            QueueUrl=self._url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )
+        return {k: int(v) for k, v in resp.get("Attributes", {}).items()}

@@ -1,0 +1,75 @@
+"""ResultsStore: bulk results in S3 as JSON Lines parts, one object per worker batch.
+
+S3 rather than DynamoDB for page rows: one PUT per batch of pages instead of one write per page, and the
+report step streams the parts back in order; the reports people open are written beside them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+
+def _prefix(crawl_id: str, kind: str) -> str:
+    return f"crawls/{crawl_id}/{kind}/"
+
+
+class ResultsStore:
+    def __init__(self, client: Any, bucket: str) -> None:
+        self._client = client
+        self._bucket = bucket
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    async def put_part(self, crawl_id: str, kind: str, part_id: str, rows: Iterable[dict[str, Any]]) -> str | None:
+        body = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in rows)
+        if not body:
+            return None
+        key = f"{_prefix(crawl_id, kind)}{part_id}.jsonl"
+        await self._client.put_object(
+            Bucket=self._bucket, Key=key, Body=body.encode("utf-8"), ContentType="application/x-ndjson"
+        )
+        return key
+
+    async def part_keys(self, crawl_id: str, kind: str) -> list[str]:
+        keys: list[str] = []
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": _prefix(crawl_id, kind)}
+        while True:
+            resp = await self._client.list_objects_v2(**kwargs)
+            keys.extend(o["Key"] for o in resp.get("Contents", []))
+            if not resp.get("IsTruncated"):
+                return sorted(keys)
+            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+
+    async def rows(self, crawl_id: str, kind: str) -> AsyncIterator[dict[str, Any]]:
+        """Every row of every part of `kind`, streamed part by part."""
+        for key in await self.part_keys(crawl_id, kind):
+            resp = await self._client.get_object(Bucket=self._bucket, Key=key)
+            async with resp["Body"] as stream:
+                data = await stream.read()
+            for line in data.decode("utf-8").splitlines():
+                if line:
+                    yield json.loads(line)
+
+    async def put_file(self, crawl_id: str, name: str, body: bytes, content_type: str) -> str:
+        key = f"crawls/{crawl_id}/report/{name}"
+        await self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
+        return key
+
+    async def get_file(self, key: str) -> bytes:
+        resp = await self._client.get_object(Bucket=self._bucket, Key=key)
+        async with resp["Body"] as stream:
+            data: bytes = await stream.read()
+        return data
+
+    async def report_keys(self, crawl_id: str) -> list[str]:
+        return await self.part_keys(crawl_id, "report")
+
+    async def presign(self, key: str, expires_s: int = 900) -> str:
+        url: str = await self._client.generate_presigned_url(
+            "get_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=expires_s
+        )
+        return url

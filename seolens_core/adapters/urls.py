@@ -1,0 +1,201 @@
+"""UrlStore: the visited set. A URL is enqueued only by the writer whose conditional put created its item.
+
+Items are keyed by (crawl_id, url_key); `pending_crawl` exists only while a URL is queued, so the sparse
+`pending` index answers "is anything of this crawl still queued, delayed or suspended?" exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seolens_core.frontier import FrontierMessage
+
+TTL_SECONDS = 30 * 24 * 3600
+QUEUED = "queued"
+DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingUrl:
+    url: str
+    key: str
+    depth: int
+    host: str
+
+
+class SeenCache:
+    """A bounded, per-container memory of keys known to exist, so repeated links cost no AWS call."""
+
+    def __init__(self, max_entries: int = 500_000) -> None:
+        self._max = max_entries
+        self._keys: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def __contains__(self, item: tuple[str, str]) -> bool:
+        return item in self._keys
+
+    def add(self, crawl_id: str, key: str) -> None:
+        self._keys[(crawl_id, key)] = None
+        if len(self._keys) > self._max:
+            self._keys.popitem(last=False)
+
+
+class UrlStore:
+    def __init__(self, client: Any, table: str, seen: SeenCache | None = None) -> None:
+        self._client = client
+        self._table = table
+        self._seen = seen if seen is not None else SeenCache()
+
+    def _item(self, msg: FrontierMessage, host: str, now: float, *, done_outcome: str | None) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "crawl_id": {"S": msg.crawl_id},
+            "url_key": {"S": msg.key},
+            "url": {"S": msg.url},
+            "depth": {"N": str(msg.depth)},
+            "host": {"S": host},
+            "claimed_by": {"S": msg.parent or "seed"},
+            "expires_at": {"N": str(int(now) + TTL_SECONDS)},
+        }
+        if msg.sitemap:
+            item["sitemap"] = {"BOOL": True}
+        if done_outcome is None:
+            item["url_state"] = {"S": QUEUED}
+            item["pending_crawl"] = {"S": msg.crawl_id}
+        else:
+            item["url_state"] = {"S": DONE}
+            item["outcome"] = {"S": done_outcome}
+        return item
+
+    async def claim(
+        self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float
+    ) -> list[FrontierMessage]:
+        """Return the messages this writer must enqueue: newly created items, plus items this same parent
+        claimed earlier but may not have sent (a retried parent re-sends them; the fetch side dedups)."""
+        todo = [(m, h) for m, h in zip(messages, hosts, strict=True) if (m.crawl_id, m.key) not in self._seen]
+        if not todo:
+            return []
+        unique: dict[tuple[str, str], tuple[FrontierMessage, str]] = {}
+        for m, h in todo:
+            unique.setdefault((m.crawl_id, m.key), (m, h))
+        existing = await self._get_many([k for k in unique])
+        winners: list[FrontierMessage] = []
+        to_put: list[tuple[FrontierMessage, str]] = []
+        for ident, (msg, host) in unique.items():
+            item = existing.get(ident)
+            if item is None:
+                to_put.append((msg, host))
+                continue
+            self._seen.add(*ident)
+            if item.get("url_state", {}).get("S") == QUEUED and item.get("claimed_by", {}).get("S") == (
+                msg.parent or "seed"
+            ):
+                winners.append(msg)
+        results = await asyncio.gather(*(self._put_new(m, h, now) for m, h in to_put))
+        for (msg, _), won in zip(to_put, results, strict=True):
+            self._seen.add(msg.crawl_id, msg.key)
+            if won:
+                winners.append(msg)
+        return winners
+
+    async def _put_new(self, msg: FrontierMessage, host: str, now: float) -> bool:
+        try:
+            await self._client.put_item(
+                TableName=self._table,
+                Item=self._item(msg, host, now, done_outcome=None),
+                ConditionExpression="attribute_not_exists(url_key)",
+            )
+        except self._client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    async def _get_many(self, idents: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for start in range(0, len(idents), 100):
+            keys = [{"crawl_id": {"S": c}, "url_key": {"S": k}} for c, k in idents[start : start + 100]]
+            request: dict[str, Any] = {
+                self._table: {
+                    "Keys": keys,
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "crawl_id, url_key, url_state, claimed_by, outcome",
+                }
+            }
+            attempt = 0
+            while request:
+                resp = await self._client.batch_get_item(RequestItems=request)
+                for item in resp.get("Responses", {}).get(self._table, []):
+                    found[(item["crawl_id"]["S"], item["url_key"]["S"])] = item
+                request = resp.get("UnprocessedKeys") or {}
+                if request:
+                    attempt += 1
+                    await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+        return found
+
+    async def states(self, messages: Iterable[FrontierMessage]) -> dict[tuple[str, str], str]:
+        """url_state by (crawl_id, key): used to skip a message whose URL is already done (duplicate delivery)."""
+        idents = list(dict.fromkeys((m.crawl_id, m.key) for m in messages))
+        items = await self._get_many(idents)
+        return {ident: item.get("url_state", {}).get("S", "") for ident, item in items.items()}
+
+    async def finish(self, done: Sequence[tuple[FrontierMessage, str, str]], now: float) -> None:
+        """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call."""
+        requests = [
+            {"PutRequest": {"Item": self._item(m, host, now, done_outcome=outcome)}} for m, host, outcome in done
+        ]
+        for start in range(0, len(requests), 25):
+            pending: dict[str, Any] = {self._table: requests[start : start + 25]}
+            attempt = 0
+            while pending:
+                resp = await self._client.batch_write_item(RequestItems=pending)
+                pending = resp.get("UnprocessedItems") or {}
+                if pending:
+                    attempt += 1
+                    await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+
+    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
+        """Queued URLs of a crawl (up to `limit`) and whether more exist."""
+        out: list[PendingUrl] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "pending",
+            "KeyConditionExpression": "pending_crawl = :c",
+            "ExpressionAttributeValues": {":c": {"S": crawl_id}},
+        }
+        while True:
+            resp = await self._client.query(**kwargs, Limit=min(1000, limit - len(out) + 1))
+            for item in resp.get("Items", []):
+                out.append(
+                    PendingUrl(
+                        url=item.get("url", {}).get("S", ""),
+                        key=item["url_key"]["S"],
+                        depth=int(item.get("depth", {}).get("N", "0")),
+                        host=item.get("host", {}).get("S", ""),
+                    )
+                )
+            last = resp.get("LastEvaluatedKey")
+            if len(out) > limit:
+                return out[:limit], True
+            if not last:
+                return out, False
+            kwargs["ExclusiveStartKey"] = last
+
+    async def outcomes(self, crawl_id: str) -> dict[str, int]:
+        """Count URLs by outcome (report time; a paginated query over the crawl's partition)."""
+        counts: dict[str, int] = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "crawl_id = :c",
+            "ExpressionAttributeValues": {":c": {"S": crawl_id}},
+            "ProjectionExpression": "url_state, outcome",
+        }
+        while True:
+            resp = await self._client.query(**kwargs)
+            for item in resp.get("Items", []):
+                name = item.get("outcome", {}).get("S") or item.get("url_state", {}).get("S", "unknown")
+                counts[name] = counts.get(name, 0) + 1
+            last = resp.get("LastEvaluatedKey")
+            if not last:
+                return counts
+            kwargs["ExclusiveStartKey"] = last

@@ -1,0 +1,80 @@
+"""FrontierMessage: one URL of one crawl, with the depth and metadata that travel with it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_META_ENTRIES = 32
+MAX_META_VALUE = 1024
+
+
+class MessageError(ValueError):
+    """A queue message that is not a valid FrontierMessage (it is dead-lettered and reported, never fetched)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierMessage:
+    """A discovered URL on its way to a fetch worker.
+
+    `key` is the 16-hex-digit visited-set key of `url`; `parent` is the key of the page that claimed it (the only
+    writer allowed to re-send it after a crash); `meta` is the per-URL string map of the URL Frontier API.
+    """
+
+    crawl_id: str
+    url: str
+    key: str
+    depth: int
+    parent: str | None = None
+    sitemap: bool = False
+    lastmod: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        body: dict[str, Any] = {"v": 1, "crawl_id": self.crawl_id, "url": self.url, "key": self.key, "depth": self.depth}
+        if self.parent:
+            body["parent"] = self.parent
+        if self.sitemap:
+            body["sitemap"] = True
+        if self.lastmod:
+            body["lastmod"] = self.lastmod
+        if self.meta:
+            body["meta"] = self.meta
+        return json.dumps(body, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str) -> FrontierMessage:
+        try:
+            data = json.loads(raw)
+        except (ValueError, TypeError) as exc:
+            raise MessageError(f"message body is not JSON: {exc}") from None
+        if not isinstance(data, dict) or data.get("v") != 1:
+            raise MessageError("message is not a version 1 frontier message")
+        try:
+            crawl_id, url, key, depth = data["crawl_id"], data["url"], data["key"], data["depth"]
+        except KeyError as exc:
+            raise MessageError(f"message lacks field {exc.args[0]!r}") from None
+        if not (isinstance(crawl_id, str) and isinstance(url, str) and isinstance(key, str)):
+            raise MessageError("crawl_id, url and key must be strings")
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+            raise MessageError("depth must be a non-negative integer")
+        if len(key) != 16 or any(c not in "0123456789abcdef" for c in key):
+            raise MessageError("key must be 16 lowercase hex digits")
+        meta = data.get("meta") or {}
+        if not isinstance(meta, dict) or len(meta) > MAX_META_ENTRIES or not all(
+            isinstance(k, str) and isinstance(v, str) and len(v) <= MAX_META_VALUE for k, v in meta.items()
+        ):
+            raise MessageError("meta must be a small map of strings")
+        lastmod = data.get("lastmod")
+        parent = data.get("parent")
+        return cls(
+            crawl_id=crawl_id,
+            url=url,
+            key=key,
+            depth=depth,
+            parent=parent if isinstance(parent, str) else None,
+            sitemap=bool(data.get("sitemap", False)),
+            lastmod=lastmod if isinstance(lastmod, str) else None,
+            meta=dict(meta),
+        )

@@ -1,0 +1,130 @@
+"""Crawl settings: parsed once at the edge (CLI, API, config file) into one typed, validated object.
+
+Every default is the product default from the crawler guide; components receive plain values from here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+DEFAULT_USER_AGENT_TOKEN = "SEOLens"
+
+
+class FetchSettings(BaseModel):
+    """How pages are fetched: timeouts, size cap and identity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    connect_timeout_s: float = Field(10.0, gt=0, le=60)
+    read_timeout_s: float = Field(20.0, gt=0, le=120)
+    total_timeout_s: float = Field(30.0, gt=0, le=300)
+    max_body_bytes: int = Field(5 * 1024 * 1024, ge=1024, le=50 * 1024 * 1024)
+    http2: bool = True
+    max_redirect_hops: int = Field(10, ge=0, le=20)
+
+
+class PolitenessSettings(BaseModel):
+    """AIMD defaults from the guide (section 2); `aimd=False` is `--no-aimd`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    aimd: bool = True
+    initial_delay_ms: int = Field(250, ge=0, le=60_000)
+    initial_concurrency: int = Field(2, ge=1, le=64)
+    max_concurrency: int = Field(8, ge=1, le=256)
+    window: int = Field(50, ge=5, le=10_000)
+    error_threshold: float = Field(0.08, gt=0, lt=1)
+    latency_factor: float = Field(1.5, gt=1)
+    healthy_p95_ms: float = Field(500.0, gt=0)
+    max_delay_ms: int = Field(10_000, ge=100)
+    recovery_step_ms: int = Field(25, ge=1)
+    retry_after_cap_s: float = Field(3600.0, gt=0)
+    max_crawl_delay_s: float = Field(30.0, gt=0)
+    force_crawl_delay_cap: bool = False
+    max_local_wait_s: float = Field(2.0, ge=0, le=30)
+
+
+class CrawlSettings(BaseModel):
+    """Everything one crawl needs; stored with the crawl so every worker applies the same rules."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start_urls: tuple[str, ...] = Field(min_length=1, max_length=100)
+    max_pages: int | None = Field(10_000, ge=1, le=10_000_000)
+    max_depth: int = Field(10, ge=0, le=1000)
+    max_seconds: float | None = Field(None, gt=0)
+    user_agent: str = Field(DEFAULT_USER_AGENT_TOKEN, min_length=1, max_length=200)
+    include_subdomains: bool = False
+    allow_hosts: tuple[str, ...] = ()
+    max_query_params: int = Field(2, ge=0, le=100)
+    ignore_sorting_facets: bool = True
+    respect_nofollow: bool = True
+    check_external_links: bool = True
+    thin_content_words: int = Field(200, ge=0)
+    fetch: FetchSettings = FetchSettings()
+    politeness: PolitenessSettings = PolitenessSettings()
+    # Secrets: sent to the crawled site only, never logged or written to results.
+    extra_headers: dict[str, SecretStr] = Field(default_factory=dict)
+    cookie: SecretStr | None = None
+
+    @field_validator("user_agent")
+    @classmethod
+    def _product_token(cls, value: str) -> str:
+        token = value.split("/", 1)[0].strip()
+        if not token or not all(c.isalnum() or c in "-_" for c in token):
+            raise ValueError("user agent must start with a product token of letters, digits, '-' or '_'")
+        return value
+
+    @field_validator("start_urls")
+    @classmethod
+    def _http_only(cls, urls: tuple[str, ...]) -> tuple[str, ...]:
+        for url in urls:
+            if not url.lower().startswith(("http://", "https://")):
+                raise ValueError(f"start URL must be http(s): {url!r}")
+        return urls
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CrawlSettings:
+        p = self.politeness
+        if p.initial_concurrency > p.max_concurrency:
+            raise ValueError("politeness.initial_concurrency must not exceed politeness.max_concurrency")
+        return self
+
+    @property
+    def product_token(self) -> str:
+        """The robots.txt product token (`SEOLens` of `SEOLens/1.0 (+url)`)."""
+        return self.user_agent.split("/", 1)[0].strip()
+
+    @property
+    def user_agent_header(self) -> str:
+        if "/" in self.user_agent:
+            return self.user_agent
+        return f"{self.user_agent}/0.1 (+https://github.com/seolens/seolens)"
+
+    def secret_headers(self) -> dict[str, str]:
+        """Headers to send (cookie included), revealed only at the moment of the request."""
+        headers = {k: v.get_secret_value() for k, v in self.extra_headers.items()}
+        if self.cookie is not None:
+            headers["Cookie"] = self.cookie.get_secret_value()
+        return headers
+
+    def to_storage(self) -> str:
+        """JSON for the crawls table; secrets are kept (workers need them) but only there."""
+        data = self.model_dump(mode="json")
+        data["extra_headers"] = {k: v.get_secret_value() for k, v in self.extra_headers.items()}
+        data["cookie"] = self.cookie.get_secret_value() if self.cookie else None
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+    def public_view(self) -> dict[str, Any]:
+        """Settings as shown in reports and API answers: secrets masked."""
+        data = self.model_dump(mode="json")
+        data["extra_headers"] = dict.fromkeys(self.extra_headers, "***")
+        data["cookie"] = "***" if self.cookie else None
+        return data
+
+    @classmethod
+    def from_storage(cls, raw: str) -> CrawlSettings:
+        return cls.model_validate_json(raw)
