@@ -1,0 +1,48 @@
+"""Per-host politeness: the AIMD controller, Retry-After, pauses, and slot reservation with leases.
+
+Pure functions over an immutable `HostPoliteness`; stores (in memory, DynamoDB) only load, apply, save.
+"""
+
+from __future__ import annotations
+
+from ._controller import DEFAULT_SETTINGS, backoff, judge, observe, p95, recover, set_floor
+from ._errors import CorruptState, PacingConflict, PacingContention, PolitenessError
+from ._memory import InMemoryHostPacing
+from ._observation import ERROR_STATUSES, RATE_LIMIT_STATUSES, Observation, parse_retry_after
+from ._port import HostPacing, acquire
+from ._reservation import DeferReason, Deferred, Granted, Reservation, release, reserve
+from ._settings import AimdSettings
+from ._state import BlockReason, HostPoliteness, Verdict, Window, WindowReport
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "ERROR_STATUSES",
+    "RATE_LIMIT_STATUSES",
+    "AimdSettings",
+    "BlockReason",
+    "CorruptState",
+    "DeferReason",
+    "Deferred",
+    "Granted",
+    "HostPacing",
+    "HostPoliteness",
+    "InMemoryHostPacing",
+    "Observation",
+    "PacingConflict",
+    "PacingContention",
+    "PolitenessError",
+    "Reservation",
+    "Verdict",
+    "Window",
+    "WindowReport",
+    "acquire",
+    "backoff",
+    "judge",
+    "observe",
+    "p95",
+    "parse_retry_after",
+    "recover",
+    "release",
+    "reserve",
+    "set_floor",
+]

@@ -1,0 +1,57 @@
+"""In-memory HostPacing: the fake for unit tests of callers, and the reference for the contract tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._controller import DEFAULT_SETTINGS, set_floor
+from ._observation import Observation
+from ._reservation import Reservation, release, reserve
+from ._settings import AimdSettings
+from ._state import HostPoliteness
+
+
+class InMemoryHostPacing:
+    """Same behaviour as the DynamoDB store, for one process; the clock is injected."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        settings: AimdSettings = DEFAULT_SETTINGS,
+        *,
+        busy_retry_s: float = 1.0,
+    ) -> None:
+        self._clock = clock
+        self._settings = settings
+        self._busy_retry_s = busy_retry_s
+        self._states: dict[str, HostPoliteness] = {}
+
+    def _load(self, host: str) -> HostPoliteness:
+        return self._states.get(host) or HostPoliteness.initial(self._settings)
+
+    async def reserve(
+        self, host: str, lease_id: str, *, lease_ttl_s: float, max_local_wait_s: float
+    ) -> Reservation:
+        state, reservation = reserve(
+            self._load(host),
+            self._clock(),
+            lease_id,
+            lease_ttl_s,
+            max_local_wait_s,
+            busy_retry_s=self._busy_retry_s,
+        )
+        self._states[host] = state
+        return reservation
+
+    async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
+        state = release(self._load(host), lease_id, observation, self._clock(), self._settings)
+        self._states[host] = state
+        return state
+
+    async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
+        state = set_floor(self._load(host), floor_ms, self._settings)
+        self._states[host] = state
+        return state
+
+    async def get(self, host: str) -> HostPoliteness | None:
+        return self._states.get(host)

@@ -1,0 +1,63 @@
+"""The pacing port every store implements, and `acquire`: reserve, wait for the slot, start on time."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from ._observation import Observation
+from ._reservation import DeferReason, Deferred, Reservation
+from ._state import HostPoliteness
+
+
+class HostPacing(Protocol):
+    """Shared per-host politeness state; `host` is the politeness key (origin `scheme://host:port`)."""
+
+    async def reserve(
+        self, host: str, lease_id: str, *, lease_ttl_s: float, max_local_wait_s: float
+    ) -> Reservation:
+        """Take a start slot and a lease, or learn until when to come back."""
+        ...
+
+    async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
+        """Return the lease and feed the controller what the request saw."""
+        ...
+
+    async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
+        """Apply the host's robots Crawl-delay (ms)."""
+        ...
+
+    async def get(self, host: str) -> HostPoliteness | None:
+        """The stored state, None for a host never seen."""
+        ...
+
+
+async def acquire(
+    pacing: HostPacing,
+    host: str,
+    lease_id: str,
+    *,
+    lease_ttl_s: float,
+    max_local_wait_s: float,
+    clock: Callable[[], float],
+    sleep: Callable[[float], Awaitable[object]],
+    late_tolerance_s: float = 0.001,
+    max_late_retries: int = 3,
+) -> Reservation:
+    """Reserve and sleep until the granted start; return Granted only when the caller may start *now*.
+
+    A start later than the grant by more than `late_tolerance_s` would squeeze the gap to the next
+    worker's slot below the delay, so such a slot is given back unused and a new one reserved.
+    """
+    for _ in range(max_late_retries + 1):
+        reservation = await pacing.reserve(
+            host, lease_id, lease_ttl_s=lease_ttl_s, max_local_wait_s=max_local_wait_s
+        )
+        if isinstance(reservation, Deferred):
+            return reservation
+        while (wait := reservation.start_at - clock()) > 0:
+            await sleep(wait)
+        if clock() - reservation.start_at <= late_tolerance_s:
+            return reservation
+        await pacing.release(host, lease_id, None)
+    return Deferred(until=clock(), reason=DeferReason.PACING)

@@ -1,0 +1,104 @@
+"""Reservation of a fetch slot on a host: pure decision on the shared state, leases with expiry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from ._controller import DEFAULT_SETTINGS, observe
+from ._observation import Observation
+from ._settings import AimdSettings
+from ._state import BlockReason, HostPoliteness
+
+
+class DeferReason(StrEnum):
+    """Why no slot was granted."""
+
+    BLOCKED = "blocked"
+    """Retry-After or escalation pause (BlockQueueUntil)."""
+    SUSPENDED = "suspended"
+    """Retry-After beyond the cap: skip the host with a finding rather than wait."""
+    CONCURRENCY = "concurrency"
+    """All slots are leased."""
+    PACING = "pacing"
+    """The next start is further away than the caller is willing to wait locally (SetDelay)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Granted:
+    """Start the request at `start_at` (not before, and give the slot up if much later) under `lease_id`."""
+
+    start_at: float
+    lease_id: str
+    lease_expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """Do not fetch now; `until` is the earliest time worth asking again (a visibility timeout)."""
+
+    until: float
+    reason: DeferReason
+
+
+Reservation = Granted | Deferred
+
+
+def reserve(
+    state: HostPoliteness,
+    now: float,
+    lease_id: str,
+    lease_ttl_s: float,
+    max_local_wait_s: float,
+    *,
+    lead_s: float = 0.0,
+    busy_retry_s: float = 1.0,
+) -> tuple[HostPoliteness, Reservation]:
+    """Grant the next start slot or say until when to come back; expired leases are purged.
+
+    `lead_s` is the earliest start after `now` the caller can honour (the time its conditional write
+    takes); `busy_retry_s` is how soon to ask again when all slots are leased (a release may come any
+    time, so no later than the first lease expiry). The lease runs from `start_at` for `lease_ttl_s`,
+    which must exceed the worker's fetch timeout.
+    """
+    if lease_ttl_s <= 0 or max_local_wait_s < 0 or lead_s < 0 or busy_retry_s <= 0:
+        raise ValueError("lease_ttl_s and busy_retry_s must be > 0; max_local_wait_s and lead_s >= 0")
+    leases = state.live_leases(now)
+    state = state.with_leases(leases)
+    earliest = now + lead_s
+    if lease_id in leases:
+        # Same lease asked again (a retried write that had landed): the grant stands as it was.
+        expires = leases[lease_id]
+        return state, Granted(start_at=expires - lease_ttl_s, lease_id=lease_id, lease_expires_at=expires)
+    if state.blocked_until > earliest:
+        reason = DeferReason.SUSPENDED if state.block_reason is BlockReason.SUSPENDED else DeferReason.BLOCKED
+        return state, Deferred(until=max(state.blocked_until, state.next_allowed_at), reason=reason)
+    if len(leases) >= state.concurrency:
+        until = max(state.next_allowed_at, min(now + busy_retry_s, min(leases.values())))
+        return state, Deferred(until=until, reason=DeferReason.CONCURRENCY)
+    start_at = max(earliest, state.next_allowed_at)
+    if start_at - now > max_local_wait_s:
+        return state, Deferred(until=start_at, reason=DeferReason.PACING)
+    expires_at = start_at + lease_ttl_s
+    granted = replace(
+        state,
+        leases={**leases, lease_id: expires_at},
+        next_allowed_at=start_at + state.delay_ms / 1000,
+        last_start_at=start_at,
+    )
+    return granted, Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires_at)
+
+
+def release(
+    state: HostPoliteness,
+    lease_id: str,
+    observation: Observation | None,
+    now: float,
+    settings: AimdSettings = DEFAULT_SETTINGS,
+) -> HostPoliteness:
+    """Give the slot back and fold in what the request saw (None: the slot went unused)."""
+    leases = {k: v for k, v in state.live_leases(now).items() if k != lease_id}
+    state = state.with_leases(leases)
+    if observation is None:
+        return state
+    return observe(state, observation, now, settings)
