@@ -1,0 +1,23 @@
+"""Page facts extraction: fetched bytes in, immutable PageFacts out (selectolax/lexbor, no I/O)."""
+
+from __future__ import annotations
+
+from seolens_core.html._charset import decode_body, sniff_charset
+from seolens_core.html._depth import flatten_deep_nesting, guard_depth
+from seolens_core.html._extract import extract_page, header_value, is_html_content_type
+from seolens_core.html._facts import MULTI_VALUE_SEP, OpenGraph, PageFacts, RawLink, robots_directives
+
+__all__ = [
+    "MULTI_VALUE_SEP",
+    "OpenGraph",
+    "PageFacts",
+    "RawLink",
+    "decode_body",
+    "extract_page",
+    "flatten_deep_nesting",
+    "guard_depth",
+    "header_value",
+    "is_html_content_type",
+    "robots_directives",
+    "sniff_charset",
+]

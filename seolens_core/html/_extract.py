@@ -1,0 +1,229 @@
+"""extract_page: one pass of lexbor (via selectolax) over a fetched body, returning PageFacts.
+
+Parsed with scripting enabled, as Googlebot renders: `<noscript>` is text, so a tracking pixel in
+`<noscript>` inside `<head>` does not push the canonical and meta tags out of the head.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import xxhash
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from seolens_core.html._charset import decode_body
+from seolens_core.html._depth import guard_depth
+from seolens_core.html._facts import LinkTag, OpenGraph, PageFacts, RawLink
+
+HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+INVISIBLE_TAGS = ["script", "style", "noscript", "template"]
+# A single traversal collects every element we read facts from; dispatch is by tag name.
+_FACT_SELECTOR = "title, meta, link, base, a[href], area[href], h1, h2, img, script"
+_JSONLD_MEDIA_TYPE = "application/ld+json"
+# Bounds the JSON-LD walk so a hostile document cannot make it expensive.
+_JSONLD_MAX_NODES = 10_000
+_EMPTY_HEADERS: Mapping[str, str] = {}
+
+
+def is_html_content_type(content_type: str | None) -> bool:
+    """True for text/html and XHTML, and when the server sent no Content-Type (browsers sniff HTML)."""
+    if content_type is None:
+        return True
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type in HTML_MEDIA_TYPES or not media_type
+
+
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
+    """Case-insensitive header lookup."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    lowered = name.lower()
+    for key, candidate in headers.items():
+        if key.lower() == lowered:
+            return candidate
+    return None
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _attr(node: LexborNode, name: str) -> str | None:
+    value = node.attributes.get(name)
+    return value.strip() if value is not None else None
+
+
+def _tokens(value: str | None) -> frozenset[str]:
+    return frozenset(value.lower().split()) if value else frozenset()
+
+
+def _inside_svg(node: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.tag in ("svg", "math"):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _jsonld_types(raw: str) -> Iterator[str]:
+    """Yield `@type` values from a JSON-LD block; silent on bad JSON (common in the wild)."""
+    try:
+        data: Any = json.loads(raw)
+    except (ValueError, RecursionError):
+        return
+    stack = [data]
+    seen = 0
+    while stack and seen < _JSONLD_MAX_NODES:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            kind = item.get("@type")
+            if isinstance(kind, str):
+                yield kind
+            elif isinstance(kind, list):
+                yield from (k for k in kind if isinstance(k, str))
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
+
+
+def _anchor_text(node: LexborNode, tag: str) -> str:
+    if tag == "area":
+        return _squash(node.attributes.get("alt") or "")
+    text = _squash(node.text(separator=" "))
+    if not text:
+        image = node.css_first("img[alt]")
+        if image is not None:
+            text = _squash(image.attributes.get("alt") or "")
+    return text
+
+
+def _non_html(url: str, x_robots_tag: str | None) -> PageFacts:
+    return PageFacts(url=url, is_html=False, x_robots_tag=x_robots_tag)
+
+
+def extract_page(
+    body: bytes,
+    *,
+    url: str,
+    content_type: str | None,
+    headers: Mapping[str, str] = _EMPTY_HEADERS,
+    max_links: int = 10_000,
+) -> PageFacts:
+    """Extract SEO facts from a fetched body. Pure; never raises on arbitrary bytes.
+
+    `url` is the page's own (final) URL, recorded as is. Links beyond `max_links` are dropped and
+    flagged with `links_truncated`. Non-HTML content types give `is_html=False` and no links.
+    """
+    x_robots_tag = header_value(headers, "x-robots-tag")
+    if not is_html_content_type(content_type):
+        return _non_html(url, x_robots_tag)
+    text, charset = decode_body(body, content_type)
+    parser = LexborHTMLParser(guard_depth(text), scripting=True)
+
+    title: str | None = None
+    meta_desc: str | None = None
+    meta_robots: list[str] = []
+    canonical: str | None = None
+    base_href: str | None = None
+    h1: list[str] = []
+    h2: list[str] = []
+    hreflang: list[tuple[str, str]] = []
+    links: list[RawLink] = []
+    links_truncated = False
+    images_without_alt = 0
+    og: dict[str, str] = {}
+    jsonld: set[str] = set()
+
+    for node in parser.css(_FACT_SELECTOR):
+        tag = node.tag
+        if tag == "a" or tag == "area":
+            if len(links) >= max_links:
+                links_truncated = True
+                continue
+            link_tag: LinkTag = "a" if tag == "a" else "area"
+            links.append(
+                RawLink(
+                    href=_attr(node, "href") or "",
+                    text=_anchor_text(node, tag),
+                    nofollow="nofollow" in _tokens(node.attributes.get("rel")),
+                    tag=link_tag,
+                )
+            )
+        elif tag == "img":
+            if "alt" not in node.attributes:
+                images_without_alt += 1
+        elif tag == "h1":
+            h1.append(_squash(node.text(separator=" ")))
+        elif tag == "h2":
+            h2.append(_squash(node.text(separator=" ")))
+        elif tag == "meta":
+            attrs = node.attributes
+            name = (attrs.get("name") or "").strip().lower()
+            content = attrs.get("content")
+            if name == "description" and meta_desc is None:
+                meta_desc = _squash(content or "")
+            elif name == "robots" and content:
+                meta_robots.append(content.strip())
+            prop = (attrs.get("property") or name).strip().lower()
+            if prop.startswith("og:") and content is not None and prop not in og:
+                og[prop] = content.strip()
+        elif tag == "link":
+            rel = _tokens(node.attributes.get("rel"))
+            href = _attr(node, "href")
+            if href is None:
+                continue
+            if "canonical" in rel and canonical is None:
+                canonical = href
+            lang = _attr(node, "hreflang")
+            if "alternate" in rel and lang:
+                hreflang.append((lang.lower(), href))
+        elif tag == "title":
+            if title is None and not _inside_svg(node):
+                title = _squash(node.text())
+        elif tag == "base":
+            if base_href is None:
+                base_href = _attr(node, "href")
+        elif tag == "script":
+            kind = (node.attributes.get("type") or "").split(";", 1)[0].strip().lower()
+            if kind == _JSONLD_MEDIA_TYPE:
+                jsonld.update(_jsonld_types(node.text()))
+
+    root = parser.root
+    lang_attr = _attr(root, "lang") if root is not None else None
+    parser.strip_tags(INVISIBLE_TAGS)
+    container = parser.body or parser.root
+    words = container.text(separator=" ").split() if container is not None else []
+    visible = " ".join(words)
+
+    return PageFacts(
+        url=url,
+        is_html=True,
+        charset=charset,
+        title=title,
+        meta_desc=meta_desc,
+        meta_robots=", ".join(meta_robots) or None,
+        x_robots_tag=x_robots_tag,
+        canonical=canonical,
+        h1=tuple(h1),
+        h2=tuple(h2),
+        lang=lang_attr or None,
+        hreflang=tuple(hreflang),
+        word_count=len(words),
+        links=tuple(links),
+        links_truncated=links_truncated,
+        images_without_alt=images_without_alt,
+        og=OpenGraph(
+            title=og.get("og:title"),
+            description=og.get("og:description"),
+            image=og.get("og:image"),
+            type=og.get("og:type"),
+        ),
+        jsonld_types=frozenset(jsonld),
+        content_hash=xxhash.xxh64_hexdigest(visible.encode("utf-8")) if visible else None,
+        base_href=base_href,
+    )
