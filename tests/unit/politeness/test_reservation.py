@@ -1,0 +1,225 @@
+"""Slot reservation: spacing, concurrency, pauses, local wait, leases and their expiry; `acquire`."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seolens_core.politeness import (
+    AimdSettings,
+    BlockReason,
+    DeferReason,
+    Deferred,
+    Granted,
+    HostPoliteness,
+    InMemoryHostPacing,
+    Observation,
+    acquire,
+    release,
+    reserve,
+)
+
+T0 = 1_700_000_000.0
+
+
+def host(delay_ms: int = 100, concurrency: int = 2, **kw: object) -> HostPoliteness:
+    return replace(HostPoliteness(delay_ms=delay_ms, concurrency=concurrency), **kw)  # type: ignore[arg-type]
+
+
+def test_grants_are_spaced_by_delay_and_limited_by_concurrency() -> None:
+    s = host(100, 2)
+    s, a = reserve(s, T0, "a", 30, 5)
+    s, b = reserve(s, T0, "b", 30, 5)
+    s, c = reserve(s, T0, "c", 30, 5)
+    assert a == Granted(start_at=T0, lease_id="a", lease_expires_at=T0 + 30)
+    assert isinstance(b, Granted)
+    assert (b.start_at, b.lease_expires_at) == pytest.approx((T0 + 0.1, T0 + 30.1))
+    assert isinstance(c, Deferred)
+    assert c.reason is DeferReason.CONCURRENCY
+    assert c.until == pytest.approx(T0 + 1.0)
+    assert s.next_allowed_at == pytest.approx(T0 + 0.2)
+    s = release(s, "a", Observation(status=200, ttfb_ms=10), T0 + 0.5)
+    s, c = reserve(s, T0 + 0.5, "c", 30, 5)
+    assert isinstance(c, Granted) and c.start_at == T0 + 0.5
+
+
+def test_concurrency_deferral_never_later_than_first_lease_expiry() -> None:
+    s = host(0, 1, leases={"x": T0 + 0.3})
+    _, r = reserve(s, T0, "y", 30, 5, busy_retry_s=2.0)
+    assert r == Deferred(until=T0 + 0.3, reason=DeferReason.CONCURRENCY)
+
+
+def test_pacing_beyond_local_wait_is_deferred_to_the_slot() -> None:
+    s = host(2000, 4, next_allowed_at=T0 + 1.5)
+    after, r = reserve(s, T0, "a", 30, 1.0)
+    assert r == Deferred(until=T0 + 1.5, reason=DeferReason.PACING)
+    assert after == s
+    _, r = reserve(s, T0, "a", 30, 1.5)
+    assert isinstance(r, Granted) and r.start_at == T0 + 1.5
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        (BlockReason.RETRY_AFTER, DeferReason.BLOCKED),
+        (BlockReason.ESCALATION, DeferReason.BLOCKED),
+        (BlockReason.SUSPENDED, DeferReason.SUSPENDED),
+    ],
+)
+def test_blocked_host_defers_until_block_ends(reason: BlockReason, expected: DeferReason) -> None:
+    s = host(blocked_until=T0 + 3, block_reason=reason)
+    _, r = reserve(s, T0, "a", 30, 10)
+    assert r == Deferred(until=T0 + 3, reason=expected)
+    _, r = reserve(s, T0 + 3, "a", 30, 10)
+    assert isinstance(r, Granted) and r.start_at == T0 + 3
+
+
+def test_lead_never_starts_inside_a_block_or_before_now() -> None:
+    s = host(0, 2, blocked_until=T0 + 0.01, block_reason=BlockReason.RETRY_AFTER)
+    _, r = reserve(s, T0, "a", 30, 1, lead_s=0.02)
+    assert isinstance(r, Granted) and r.start_at == T0 + 0.02
+
+
+def test_expired_leases_free_their_slot() -> None:
+    s = host(0, 1)
+    s, a = reserve(s, T0, "crashed", 2.0, 5)
+    assert isinstance(a, Granted)
+    _, r = reserve(s, T0 + 1.9, "b", 2.0, 5)
+    assert isinstance(r, Deferred)
+    s, r = reserve(s, T0 + 2.0, "b", 2.0, 5)
+    assert isinstance(r, Granted)
+    assert set(s.leases) == {"b"}
+
+
+def test_same_lease_twice_is_the_same_grant() -> None:
+    s, first = reserve(host(100, 2), T0, "a", 30, 5)
+    again_state, again = reserve(s, T0 + 0.01, "a", 30, 5)
+    assert again == first
+    assert again_state == s
+
+
+def test_release_of_unknown_or_expired_lease_only_observes() -> None:
+    s = release(host(), "ghost", Observation(status=500, ttfb_ms=5), T0)
+    assert (s.window.n, s.window.errors, dict(s.leases)) == (1, 1, {})
+
+
+def test_reserve_does_not_mutate_input() -> None:
+    leases = {"a": T0 - 1, "b": T0 + 10}
+    s = host(leases=leases)
+    reserve(s, T0, "c", 30, 5)
+    assert leases == {"a": T0 - 1, "b": T0 + 10}
+
+
+@pytest.mark.parametrize("bad", [{"lease_ttl_s": 0}, {"max_local_wait_s": -1}, {"lead_s": -0.1}])
+def test_reserve_validates(bad: dict[str, float]) -> None:
+    args = {"lease_ttl_s": 30.0, "max_local_wait_s": 1.0, "lead_s": 0.0} | bad
+    with pytest.raises(ValueError):
+        reserve(host(), T0, "a", args["lease_ttl_s"], args["max_local_wait_s"], lead_s=args["lead_s"])
+
+
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["reserve", "release", "release_429", "release_slow"]),
+        st.integers(0, 4),  # worker id
+        st.floats(0, 0.4),  # time step
+    ),
+    max_size=80,
+)
+
+
+@given(ops)
+@settings(max_examples=150, deadline=None)
+def test_property_spacing_and_concurrency_hold_under_any_interleaving(
+    steps: list[tuple[str, int, float]],
+) -> None:
+    cfg = AimdSettings(window=5)
+    s = HostPoliteness.initial(cfg)
+    now = T0
+    starts: list[tuple[float, int]] = []  # (start, delay_ms at grant)
+    held: dict[int, float] = {}
+    for op, worker, step in steps:
+        now += step
+        lease = f"w{worker}"
+        if op == "reserve":
+            live_before, limit = len(s.live_leases(now)), s.concurrency
+            s, r = reserve(s, now, lease, 1.0, 0.5)
+            if isinstance(r, Granted) and worker not in held:
+                assert live_before < limit
+                assert len(s.live_leases(now)) == live_before + 1
+                starts.append((r.start_at, s.delay_ms))
+                held[worker] = r.lease_expires_at
+            elif isinstance(r, Deferred):
+                assert r.until >= now
+        else:
+            obs = {
+                "release": Observation(status=200, ttfb_ms=10),
+                "release_429": Observation(status=429),
+                "release_slow": Observation(status=200, ttfb_ms=900),
+            }[op]
+            s = release(s, lease, obs, now, cfg)
+            held.pop(worker, None)
+        assert len(s.live_leases(now)) <= max(s.concurrency, cfg.max_concurrency)
+    ordered = sorted(starts)
+    for (first, delay_ms), (second, _) in itertools.pairwise(ordered):
+        assert second - first >= delay_ms / 1000 - 1e-9
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_acquire_waits_for_the_slot() -> None:
+    clock = FakeClock(T0)
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=300, initial_concurrency=2))
+
+    async def scenario() -> list[float]:
+        starts = []
+        for lease in ("a", "b"):
+            r = await acquire(
+                store, "h", lease, lease_ttl_s=30, max_local_wait_s=1, clock=clock, sleep=clock.sleep
+            )
+            assert isinstance(r, Granted)
+            starts.append(clock())
+        return starts
+
+    assert asyncio.run(scenario()) == [T0, pytest.approx(T0 + 0.3)]
+
+
+def test_acquire_gives_back_a_slot_it_would_start_late() -> None:
+    clock = FakeClock(T0)
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=300, initial_concurrency=2))
+
+    async def oversleep(seconds: float) -> None:
+        clock.now += seconds + 0.05
+
+    async def scenario() -> None:
+        await store.reserve("h", "first", lease_ttl_s=30, max_local_wait_s=1)
+        r = await acquire(
+            store,
+            "h",
+            "late",
+            lease_ttl_s=30,
+            max_local_wait_s=1,
+            clock=clock,
+            sleep=oversleep,
+            max_late_retries=1,
+        )
+        assert isinstance(r, Deferred)
+        state = await store.get("h")
+        assert state is not None and set(state.leases) == {"first"}
+
+    asyncio.run(scenario())
