@@ -68,7 +68,8 @@ class SitemapWalk:
     """Tracks one crawl's sitemaps so index recursion stays finite: no URL twice, none past max_depth.
 
     Depth counts index hops: a sitemap found in robots.txt or by probing is depth 0, a child listed
-    by a depth-d index is depth d + 1. With max_depth=3, three levels of nested indexes are expanded.
+    by a depth-d index is depth d + 1. With max_depth=3 index entries are followed three hops down:
+    sitemaps at depth 3 are read, the children they list are refused as too deep.
     The seen set is exported by `seen` and accepted back, so a batched seed task can resume the walk.
     """
 
