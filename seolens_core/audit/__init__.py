@@ -1,0 +1,45 @@
+"""SEO audit: the finding catalogue, per-page and site-wide rules, and WAF challenge detection (pure)."""
+
+from __future__ import annotations
+
+from seolens_core.audit._catalogue import (
+    CATALOGUE,
+    Catalogue,
+    Category,
+    Finding,
+    FindingCode,
+    FindingConflictError,
+    FindingDef,
+    Severity,
+    UnknownFindingError,
+    make_finding,
+)
+from seolens_core.audit._page import FetchFacts, audit_page
+from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
+from seolens_core.audit._site import LinkRow, PageRow, site_findings
+from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, WafSignature, detect_waf
+
+__all__ = [
+    "CATALOGUE",
+    "WAF_BLOCK_STATUSES",
+    "WAF_SIGNATURES",
+    "AuditSettings",
+    "Catalogue",
+    "Category",
+    "FetchFacts",
+    "Finding",
+    "FindingCode",
+    "FindingConflictError",
+    "FindingDef",
+    "LinkRow",
+    "PageRow",
+    "Severity",
+    "SignatureKind",
+    "UnknownFindingError",
+    "WafMatch",
+    "WafSignature",
+    "audit_page",
+    "detect_waf",
+    "make_finding",
+    "site_findings",
+]

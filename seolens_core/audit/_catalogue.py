@@ -1,0 +1,239 @@
+"""The one place that defines every finding: stable code, severity, category, title and advice.
+
+Codes are part of the public contract (reports, CSV, user filters): never rename one, only add.
+Other modules (e.g. URL trap guards, `ALERT_TRAP_*`) register their own codes with `CATALOGUE.register`.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+
+class Severity(enum.StrEnum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+    NOTICE = "notice"
+    INFO = "info"
+
+
+class Category(enum.StrEnum):
+    CONTENT = "content"
+    INDEXABILITY = "indexability"
+    LINKS = "links"
+    REDIRECTS = "redirects"
+    RESPONSE = "response"
+    PERFORMANCE = "performance"
+    INTERNATIONAL = "international"
+    SITEMAP = "sitemap"
+    ACCESS = "access"
+    CRAWL = "crawl"
+
+
+class FindingCode(enum.StrEnum):
+    """Built-in finding codes; the value is the stable string written to reports."""
+
+    TITLE_MISSING = "ALERT_TITLE_MISSING"
+    TITLE_EMPTY = "ALERT_TITLE_EMPTY"
+    TITLE_DUPLICATE = "ALERT_TITLE_DUPLICATE"
+    TITLE_TOO_LONG = "ALERT_TITLE_TOO_LONG"
+    TITLE_TOO_SHORT = "ALERT_TITLE_TOO_SHORT"
+    META_DESC_MISSING = "ALERT_META_DESC_MISSING"
+    META_DESC_DUPLICATE = "ALERT_META_DESC_DUPLICATE"
+    META_DESC_TOO_LONG = "ALERT_META_DESC_TOO_LONG"
+    META_DESC_TOO_SHORT = "ALERT_META_DESC_TOO_SHORT"
+    H1_MISSING = "ALERT_H1_MISSING"
+    H1_MULTIPLE = "ALERT_H1_MULTIPLE"
+    THIN_CONTENT = "ALERT_THIN_CONTENT"
+    DUPLICATE_CONTENT = "ALERT_DUPLICATE_CONTENT"
+    IMAGES_WITHOUT_ALT = "ALERT_IMAGES_WITHOUT_ALT"
+    NOINDEX = "ALERT_NOINDEX"
+    NOFOLLOW_PAGE = "ALERT_NOFOLLOW_PAGE"
+    CANONICAL_ELSEWHERE = "ALERT_CANONICAL_ELSEWHERE"
+    CANONICAL_NON_200 = "ALERT_CANONICAL_NON_200"
+    CANONICAL_CHAIN = "ALERT_CANONICAL_CHAIN"
+    BROKEN_INTERNAL_LINK = "ALERT_BROKEN_INTERNAL_LINK"
+    BROKEN_EXTERNAL_LINK = "ALERT_BROKEN_EXTERNAL_LINK"
+    INTERNAL_LINK_TO_REDIRECT = "ALERT_INTERNAL_LINK_TO_REDIRECT"
+    LINKS_TRUNCATED = "ALERT_LINKS_TRUNCATED"
+    REDIRECT_CHAIN = "ALERT_REDIRECT_CHAIN"
+    REDIRECT_LOOP = "ALERT_REDIRECT_LOOP"
+    SITEMAP_NON_INDEXABLE = "ALERT_SITEMAP_NON_INDEXABLE"
+    GRAPH_ORPHAN_PAGE = "ALERT_GRAPH_ORPHAN_PAGE"
+    SLOW_TTFB = "ALERT_SLOW_TTFB"
+    LARGE_PAGE = "ALERT_LARGE_PAGE"
+    HREFLANG_NO_RETURN = "ALERT_HREFLANG_NO_RETURN"
+    WAF_BOT_CHALLENGE = "ALERT_WAF_BOT_CHALLENGE"
+    HTTP_4XX = "ALERT_HTTP_4XX"
+    HTTP_5XX = "ALERT_HTTP_5XX"
+    FETCH_ERROR = "ALERT_FETCH_ERROR"
+    ROBOTS_DISALLOWED = "ALERT_ROBOTS_DISALLOWED"
+
+
+_CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class FindingDef:
+    """Definition of one finding. `waf_suppressed`: meaningless when the body is a WAF challenge."""
+
+    code: str
+    severity: Severity
+    category: Category
+    title: str
+    advice: str
+    waf_suppressed: bool = False
+
+
+class UnknownFindingError(KeyError):
+    """A finding code that nobody registered."""
+
+
+class FindingConflictError(ValueError):
+    """A code registered twice with different definitions."""
+
+
+class Catalogue:
+    """Registry of finding definitions keyed by code; re-registering an identical definition is a no-op."""
+
+    def __init__(self, definitions: Iterable[FindingDef] = ()) -> None:
+        self._defs: dict[str, FindingDef] = {}
+        for definition in definitions:
+            self.register(definition)
+
+    def register(self, definition: FindingDef) -> FindingDef:
+        if not _CODE_SHAPE.fullmatch(definition.code):
+            raise ValueError(f"finding code must look like ALERT_UPPER_SNAKE: {definition.code!r}")
+        existing = self._defs.get(definition.code)
+        if existing is not None and existing != definition:
+            raise FindingConflictError(f"{definition.code} is already defined differently")
+        self._defs[definition.code] = definition
+        return definition
+
+    def get(self, code: str) -> FindingDef:
+        try:
+            return self._defs[code]
+        except KeyError:
+            raise UnknownFindingError(code) from None
+
+    def __contains__(self, code: object) -> bool:
+        return code in self._defs
+
+    def __iter__(self) -> Iterator[FindingDef]:
+        return iter(self._defs.values())
+
+    def __len__(self) -> int:
+        return len(self._defs)
+
+
+C, S = Category, Severity
+F = FindingCode
+_BUILTIN = (
+    # code, severity, category, title, advice, waf_suppressed
+    (F.TITLE_MISSING, S.WARNING, C.CONTENT, "Missing title",
+     "Add a unique, descriptive <title> to the page's <head>.", True),
+    (F.TITLE_EMPTY, S.WARNING, C.CONTENT, "Empty title",
+     "The <title> tag has no text; write a descriptive title.", True),
+    (F.TITLE_DUPLICATE, S.WARNING, C.CONTENT, "Duplicate title",
+     "Several indexable pages share this title; make each title unique.", True),
+    (F.TITLE_TOO_LONG, S.NOTICE, C.CONTENT, "Title too long",
+     "Search engines truncate long titles; keep the key words early and shorten it.", True),
+    (F.TITLE_TOO_SHORT, S.NOTICE, C.CONTENT, "Title too short",
+     "A very short title wastes the most visible search snippet; describe the page.", True),
+    (F.META_DESC_MISSING, S.NOTICE, C.CONTENT, "Missing meta description",
+     "Add a meta description; otherwise search engines pick a snippet themselves.", True),
+    (F.META_DESC_DUPLICATE, S.NOTICE, C.CONTENT, "Duplicate meta description",
+     "Several indexable pages share this meta description; write one per page.", True),
+    (F.META_DESC_TOO_LONG, S.INFO, C.CONTENT, "Meta description too long",
+     "Long descriptions are truncated in results; shorten it.", True),
+    (F.META_DESC_TOO_SHORT, S.INFO, C.CONTENT, "Meta description too short",
+     "A short description gives searchers little reason to click; expand it.", True),
+    (F.H1_MISSING, S.WARNING, C.CONTENT, "Missing H1",
+     "Give the page one <h1> that states its main topic.", True),
+    (F.H1_MULTIPLE, S.NOTICE, C.CONTENT, "Multiple H1",
+     "Use one <h1> for the main topic and <h2>-<h6> for sections.", True),
+    (F.THIN_CONTENT, S.WARNING, C.CONTENT, "Thin content",
+     "The page has little visible text; expand it, merge it, or mark it noindex.", True),
+    (F.DUPLICATE_CONTENT, S.WARNING, C.CONTENT, "Exact duplicate content",
+     "Pages have identical visible text; canonicalize, redirect or differentiate them.", True),
+    (F.IMAGES_WITHOUT_ALT, S.NOTICE, C.CONTENT, "Images without alt text",
+     "Add alt text to informative images (alt=\"\" for decorative ones).", True),
+    (F.NOINDEX, S.NOTICE, C.INDEXABILITY, "Noindex",
+     "The page asks not to be indexed (meta robots or X-Robots-Tag); check this is intended.", True),
+    (F.NOFOLLOW_PAGE, S.NOTICE, C.INDEXABILITY, "Page-level nofollow",
+     "Search engines will not follow this page's links; check this is intended.", True),
+    (F.CANONICAL_ELSEWHERE, S.NOTICE, C.INDEXABILITY, "Canonicalised to another URL",
+     "The canonical points to another URL, so this one is not meant to be indexed.", True),
+    (F.CANONICAL_NON_200, S.WARNING, C.INDEXABILITY, "Canonical target not 200",
+     "The canonical URL redirects, errors or was not crawlable; point it to a live 200 page.", True),
+    (F.CANONICAL_CHAIN, S.WARNING, C.INDEXABILITY, "Canonical chain",
+     "The canonical target canonicalises elsewhere again; point directly at the final URL.", True),
+    (F.BROKEN_INTERNAL_LINK, S.CRITICAL, C.LINKS, "Broken internal link",
+     "This page links to an internal URL answering 4xx/5xx; fix or remove the link.", False),
+    (F.BROKEN_EXTERNAL_LINK, S.WARNING, C.LINKS, "Broken external link",
+     "This page links to an external URL that errors; update or remove the link.", False),
+    (F.INTERNAL_LINK_TO_REDIRECT, S.NOTICE, C.LINKS, "Internal link to redirect",
+     "Link straight to the redirect's final URL to save a hop.", False),
+    (F.LINKS_TRUNCATED, S.INFO, C.CRAWL, "Too many links",
+     "The page has more links than the crawler records; only the first ones were followed.", True),
+    (F.REDIRECT_CHAIN, S.WARNING, C.REDIRECTS, "Redirect chain",
+     "The URL redirects more than once; redirect straight to the final URL.", False),
+    (F.REDIRECT_LOOP, S.CRITICAL, C.REDIRECTS, "Redirect loop",
+     "Redirects lead back to a URL already visited; the page can never load.", False),
+    (F.SITEMAP_NON_INDEXABLE, S.WARNING, C.SITEMAP, "Non-indexable URL in sitemap",
+     "Sitemaps should list only indexable 200 pages; remove or fix this URL.", False),
+    (F.GRAPH_ORPHAN_PAGE, S.WARNING, C.LINKS, "Orphan page",
+     "The URL is in a sitemap but no crawled page links to it; add internal links.", False),
+    (F.SLOW_TTFB, S.WARNING, C.PERFORMANCE, "Slow time to first byte",
+     "The server was slow to start answering; check caching and backend load.", True),
+    (F.LARGE_PAGE, S.NOTICE, C.PERFORMANCE, "Large page",
+     "The HTML is very large; trim inline data and markup.", True),
+    (F.HREFLANG_NO_RETURN, S.WARNING, C.INTERNATIONAL, "Hreflang without return link",
+     "The alternate page does not link back with hreflang; annotations must be reciprocal.", True),
+    (F.WAF_BOT_CHALLENGE, S.CRITICAL, C.ACCESS, "Blocked by WAF challenge",
+     "Blocked by a WAF challenge. Whitelist the crawler IP or supply a session cookie.", False),
+    (F.HTTP_4XX, S.WARNING, C.RESPONSE, "Client error (4xx)",
+     "The URL answers with a 4xx status; fix it or remove links to it.", True),
+    (F.HTTP_5XX, S.CRITICAL, C.RESPONSE, "Server error (5xx)",
+     "The URL answers with a 5xx status; check the server.", True),
+    (F.FETCH_ERROR, S.WARNING, C.RESPONSE, "Fetch error",
+     "No HTTP answer (DNS, connection, TLS or timeout); check the host is reachable.", False),
+    (F.ROBOTS_DISALLOWED, S.INFO, C.CRAWL, "Blocked by robots.txt",
+     "robots.txt disallows this URL for our crawler, so it was not fetched.", False),
+)  # fmt: skip
+
+CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One finding on one URL; `related_url` is the other end (link target, duplicate, canonical...)."""
+
+    code: str
+    severity: Severity
+    url: str
+    detail: str = ""
+    related_url: str | None = None
+
+    def to_row(self) -> dict[str, str | None]:
+        return {
+            "code": self.code,
+            "severity": self.severity.value,
+            "url": self.url,
+            "detail": self.detail,
+            "related_url": self.related_url,
+        }
+
+
+def make_finding(
+    code: str,
+    url: str,
+    detail: str = "",
+    related_url: str | None = None,
+    *,
+    catalogue: Catalogue = CATALOGUE,
+) -> Finding:
+    """Build a Finding with the severity from the catalogue (raises UnknownFindingError)."""
+    return Finding(str(code), catalogue.get(code).severity, url, detail, related_url)

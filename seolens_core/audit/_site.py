@@ -1,0 +1,279 @@
+"""Site-wide rules over page rows and link rows (duplicates, broken links, redirects, canonicals, ...).
+
+Shape: one pass over the pages keeps a compact per-URL summary (status, redirect target, canonical,
+hreflang) and the duplicate groups; links are then streamed once and never held. Every rule keyed by
+a value (duplicates: title/description/hash; links: target URL) can also run on partitions, as long
+as pages and links are partitioned by that key, and the outputs concatenated.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
+from seolens_core.audit._settings import AuditSettings
+
+F = FindingCode
+_DEFAULT_SETTINGS = AuditSettings()
+# Longest redirect path followed when rebuilding chains from hop rows (fetch caps hops at 20).
+MAX_REDIRECT_WALK = 32
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """What site rules need of one fetched URL; URLs are normalized absolute.
+
+    One row per fetched hop: a redirect answer has `status` 3xx and `redirect_to` (its Location,
+    normalized). `canonical` and `hreflang` hrefs are resolved too. `internal=False` marks an external
+    URL that was only status-checked. `waf_provider` is set when the body was a WAF challenge.
+    """
+
+    url: str
+    status: int | None
+    redirect_to: str | None = None
+    error: str | None = None
+    internal: bool = True
+    is_html: bool = True
+    title: str | None = None
+    meta_desc: str | None = None
+    content_hash: str | None = None
+    canonical: str | None = None
+    noindex: bool = False
+    hreflang: tuple[tuple[str, str], ...] = ()
+    is_sitemap_url: bool = False
+    robots_disallowed: bool = False
+    waf_provider: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def redirects(self) -> bool:
+        return self.status is not None and 300 <= self.status < 400
+
+    @property
+    def canonicalised(self) -> bool:
+        return self.canonical is not None and self.canonical != self.url
+
+    @property
+    def indexable(self) -> bool:
+        """A 2xx HTML-or-not page that is not noindex, not canonicalised elsewhere, not a challenge."""
+        return self.ok and not self.noindex and not self.canonicalised and self.waf_provider is None
+
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> PageRow:
+        """Build from a pages.jsonl row (unknown keys ignored; hreflang as [[lang, href], ...])."""
+        hreflang = tuple((str(lang), str(href)) for lang, href in row.get("hreflang") or ())
+        status = row.get("status")
+        return cls(
+            url=str(row["url"]),
+            status=int(status) if status is not None else None,
+            redirect_to=row.get("redirect_to"),
+            error=row.get("error"),
+            internal=bool(row.get("internal", True)),
+            is_html=bool(row.get("is_html", True)),
+            title=row.get("title"),
+            meta_desc=row.get("meta_desc"),
+            content_hash=row.get("content_hash"),
+            canonical=row.get("canonical"),
+            noindex=bool(row.get("noindex", False)),
+            hreflang=hreflang,
+            is_sitemap_url=bool(row.get("is_sitemap_url", False)),
+            robots_disallowed=bool(row.get("robots_disallowed", False)),
+            waf_provider=row.get("waf_provider"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """One edge from a crawled HTML page; `target` normalized absolute."""
+
+    source: str
+    target: str
+    internal: bool
+    nofollow: bool = False
+
+    @classmethod
+    def from_mapping(cls, row: Mapping[str, Any]) -> LinkRow:
+        return cls(str(row["source"]), str(row["target"]), bool(row["internal"]), bool(row.get("nofollow")))
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    status: int | None
+    error: str | None
+    redirect_to: str | None
+    canonical: str | None
+    waf: bool
+    hreflang_hrefs: frozenset[str]
+
+
+def _status_text(target: _Target) -> str:
+    return f"fetch error: {target.error}" if target.error is not None else f"status {target.status}"
+
+
+def _duplicates(
+    groups: Mapping[str, list[str]], code: str, what: str, catalogue: Catalogue
+) -> Iterator[Finding]:
+    for urls in sorted(sorted(set(urls)) for urls in groups.values() if len(set(urls)) > 1):
+        for url in urls:
+            other = urls[1] if url == urls[0] else urls[0]
+            yield make_finding(code, url, f"{len(urls)} pages share this {what}", other, catalogue=catalogue)
+
+
+def _redirect_paths(redirects: Mapping[str, str], catalogue: Catalogue) -> Iterator[Finding]:
+    for start in sorted(redirects):
+        path = [start]
+        seen = {start}
+        current = redirects[start]
+        loop = False
+        while len(path) < MAX_REDIRECT_WALK:
+            if current in seen:
+                loop = True
+                break
+            if current not in redirects:
+                break
+            path.append(current)
+            seen.add(current)
+            current = redirects[current]
+        text = " -> ".join((*path, current))
+        if loop:
+            yield make_finding(F.REDIRECT_LOOP, start, text, current, catalogue=catalogue)
+        elif len(path) > 1:
+            yield make_finding(
+                F.REDIRECT_CHAIN, start, f"{len(path)} hops: {text}", current, catalogue=catalogue
+            )
+
+
+def _sitemap_reason(row: PageRow) -> str | None:
+    if row.robots_disallowed:
+        return "blocked by robots.txt"
+    if row.waf_provider is not None:
+        return None
+    if row.error is not None:
+        return f"fetch error: {row.error}"
+    if row.redirects:
+        return f"redirects (status {row.status})"
+    if not row.ok:
+        return f"status {row.status}"
+    if row.noindex:
+        return "noindex"
+    if row.canonicalised:
+        return f"canonicalised to {row.canonical}"
+    return None
+
+
+def site_findings(
+    pages: Iterable[PageRow],
+    links: Iterable[LinkRow],
+    settings: AuditSettings = _DEFAULT_SETTINGS,
+    *,
+    sitemap_urls: Collection[str] = (),
+    inlinks: Mapping[str, int] | None = None,
+    catalogue: Catalogue = CATALOGUE,
+) -> Iterator[Finding]:
+    """Site-wide findings. `pages` is read once, then `links` once.
+
+    Duplicates (title, meta description, content hash) count only indexable internal HTML pages.
+    Links to WAF-challenged URLs are never "broken". Orphans: sitemap URLs (rows flagged
+    `is_sitemap_url` plus `sitemap_urls`) with no internal inlink from another crawled page; pass
+    `inlinks` (URL -> count) to use counts computed elsewhere instead of counting `links`.
+    `settings` is accepted for symmetry with audit_page (no site rule has a threshold yet).
+    """
+    del settings
+    targets: dict[str, _Target] = {}
+    redirects: dict[str, str] = {}
+    titles: defaultdict[str, list[str]] = defaultdict(list)
+    descriptions: defaultdict[str, list[str]] = defaultdict(list)
+    hashes: defaultdict[str, list[str]] = defaultdict(list)
+    canonicalised: list[tuple[str, str]] = []
+    with_hreflang: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+    sitemap = set(sitemap_urls)
+    sitemap_rows: list[Finding] = []
+
+    for row in pages:
+        targets[row.url] = _Target(
+            row.status,
+            row.error,
+            row.redirect_to,
+            row.canonical,
+            row.waf_provider is not None,
+            frozenset(href for _, href in row.hreflang),
+        )
+        if row.redirects and row.redirect_to:
+            redirects[row.url] = row.redirect_to
+        if row.is_sitemap_url:
+            sitemap.add(row.url)
+        if row.url in sitemap:
+            reason = _sitemap_reason(row)
+            if reason is not None:
+                sitemap_rows.append(
+                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, reason, catalogue=catalogue)
+                )
+        usable = row.ok and row.internal and row.waf_provider is None
+        if usable and row.canonical is not None and row.canonicalised:
+            canonicalised.append((row.url, row.canonical))
+        if usable and row.hreflang:
+            with_hreflang.append((row.url, row.hreflang))
+        if row.internal and row.is_html and row.indexable:
+            if row.title:
+                titles[row.title].append(row.url)
+            if row.meta_desc:
+                descriptions[row.meta_desc].append(row.url)
+            if row.content_hash:
+                hashes[row.content_hash].append(row.url)
+
+    yield from _duplicates(titles, F.TITLE_DUPLICATE, "title", catalogue)
+    yield from _duplicates(descriptions, F.META_DESC_DUPLICATE, "meta description", catalogue)
+    yield from _duplicates(hashes, F.DUPLICATE_CONTENT, "visible text", catalogue)
+    yield from _redirect_paths(redirects, catalogue)
+    yield from sitemap_rows
+
+    for url, canonical in canonicalised:
+        target = targets.get(canonical)
+        if target is None or target.waf:
+            continue
+        ok = target.error is None and target.status is not None and 200 <= target.status < 300
+        if not ok:
+            yield make_finding(F.CANONICAL_NON_200, url, _status_text(target), canonical, catalogue=catalogue)
+        elif target.canonical is not None and target.canonical != canonical:
+            detail = f"{url} -> {canonical} -> {target.canonical}"
+            yield make_finding(F.CANONICAL_CHAIN, url, detail, canonical, catalogue=catalogue)
+
+    for url, alternates in with_hreflang:
+        for lang, href in alternates:
+            target = targets.get(href)
+            if href == url or target is None or target.waf or target.status is None:
+                continue
+            if 200 <= target.status < 300 and url not in target.hreflang_hrefs:
+                yield make_finding(F.HREFLANG_NO_RETURN, url, f"hreflang {lang}", href, catalogue=catalogue)
+
+    counted: defaultdict[str, int] = defaultdict(int)
+    reported: set[tuple[str, str, str]] = set()
+    for link in links:
+        if link.internal and link.source != link.target:
+            counted[link.target] += 1
+        target = targets.get(link.target)
+        if target is None or target.waf:
+            continue
+        broken = target.error is not None or (target.status is not None and target.status >= 400)
+        code: str | None = None
+        if broken:
+            code = F.BROKEN_INTERNAL_LINK if link.internal else F.BROKEN_EXTERNAL_LINK
+        elif link.internal and target.status is not None and 300 <= target.status < 400:
+            code = F.INTERNAL_LINK_TO_REDIRECT
+        if code is None or (link.source, link.target, code) in reported:
+            continue
+        reported.add((link.source, link.target, code))
+        yield make_finding(code, link.source, _status_text(target), link.target, catalogue=catalogue)
+
+    counts = inlinks if inlinks is not None else counted
+    for url in sorted(sitemap):
+        if counts.get(url, 0) == 0:
+            yield make_finding(
+                F.GRAPH_ORPHAN_PAGE, url, "in sitemap, 0 internal inlinks", catalogue=catalogue
+            )
