@@ -120,12 +120,14 @@ class AslExecutor:
         on_transition: OnTransition | None = None,
         state_machine_name: str = "local",
         cancel_poll_seconds: float = 0.25,
+        enforce_task_timeouts: bool = True,
     ) -> None:
         """Validate `definition` (dict or JSON text); raise DefinitionError listing every `error:` problem.
 
         `sleep=None` means real sleeping (and an immediate wake-up on cancel); pass a fake `sleep`
         together with a fake `clock`. Waits with a fake sleep are split into `cancel_poll_seconds`
         chunks when a cancel event is given, so cancellation is seen during a Wait.
+        `enforce_task_timeouts=False` calls every Task inline on the caller's thread (handy under a debugger).
         """
         self.definition = load_definition(definition)
         problems = validate_definition(self.definition)
@@ -144,6 +146,7 @@ class AslExecutor:
         self._on_transition = on_transition
         self._name = state_machine_name
         self._poll = cancel_poll_seconds
+        self._enforce_timeouts = enforce_task_timeouts
 
     @property
     def state_machine_arn(self) -> str:
@@ -429,7 +432,7 @@ class _Run:
     def call(self, name: str, target: str, payload: Any, timeout: float | None) -> Any:
         """Invoke with JSON in and out, mapping Python exceptions to Lambda-style States errors."""
         payload = _json_copy(payload, what="task payload", error=RUNTIME)
-        if timeout is None:
+        if timeout is None or not self.ex._enforce_timeouts:
             result = self.guarded(target, payload)
         else:
             result = self.call_with_timeout(name, target, payload, timeout)

@@ -301,10 +301,9 @@ class _Checker:
             params = state.get("Parameters")
             if not isinstance(params, dict) or not ({"FunctionName", "FunctionName.$"} & params.keys()):
                 self.error(where, f"{LAMBDA_INVOKE} needs Parameters.FunctionName")
-            elif isinstance(params.get("FunctionName"), str) and unresolved_substitutions(
-                params["FunctionName"]
-            ):
-                self.error(where, "Parameters.FunctionName has unresolved substitutions")
+            elif unresolved_substitutions(str(params.get("FunctionName", ""))):
+                names = unresolved_substitutions(str(params["FunctionName"]))
+                self.error(where, f"Parameters.FunctionName has unresolved substitutions {names}")
         for field in ("TimeoutSeconds", "HeartbeatSeconds"):
             value = state.get(field)
             if value is not None and (not _is_int(value) or value <= 0):
