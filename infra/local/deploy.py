@@ -10,6 +10,8 @@ Pruned on moto 5.2 (found by deploying; `MOTO_UNSUPPORTED_TYPES`): `AWS::ApiGate
 `AWS::ApiGatewayV2::Stage` (so the HTTP API, its `AWS::Lambda::Permission`s and the `ApiUrl` output go
 too) and `AWS::S3::BucketPolicy` (the TLS-only policy; moto does not enforce bucket policies anyway).
 Lambda code is a stub zip: the local runtime runs the handlers in-process, never moto's Lambda.
+moto's CloudFormation also ignores two table properties, `TimeToLiveSpecification` and
+`PointInTimeRecoverySpecification`; they are applied from the template through the DynamoDB API.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ __all__ = [
 
 BOOTSTRAP_BUCKET = "seolens-local-bootstrap"
 HASH_TAG = "seolens:template-sha256"
-_STUB_NOTE = "SEO Lens local stub: the local runtime runs handlers in-process; build real code with `sam build`.\n"
+_STUB_NOTE = (
+    "SEO Lens local stub: the local runtime runs handlers in-process; build real code with `sam build`.\n"
+)
 _DONE = {"CREATE_COMPLETE", "UPDATE_COMPLETE"}
 _CAPABILITIES = ["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"]
 
@@ -161,16 +165,26 @@ def deploy_template(
             reused = True
         else:
             cfn.update_stack(
-                StackName=stack_name, TemplateBody=body, Parameters=cfn_params, Capabilities=_CAPABILITIES, Tags=tags
+                StackName=stack_name,
+                TemplateBody=body,
+                Parameters=cfn_params,
+                Capabilities=_CAPABILITIES,
+                Tags=tags,
             )
     else:
         if existing is not None:
             cfn.delete_stack(StackName=existing["StackId"])
             _wait(cfn, existing["StackId"], timeout_s, allow_deleted=True)
         cfn.create_stack(
-            StackName=stack_name, TemplateBody=body, Parameters=cfn_params, Capabilities=_CAPABILITIES, Tags=tags
+            StackName=stack_name,
+            TemplateBody=body,
+            Parameters=cfn_params,
+            Capabilities=_CAPABILITIES,
+            Tags=tags,
         )
     stack = _wait(cfn, stack_name, timeout_s)
+    if not reused:
+        _apply_table_settings(clients["dynamodb"], cfn, stack["StackId"], pruned)
     return _read_back(
         clients,
         stack,
@@ -185,7 +199,7 @@ def deploy_template(
     )
 
 
-_SERVICES = ("s3", "cloudformation", "lambda", "sqs")
+_SERVICES = ("s3", "cloudformation", "lambda", "sqs", "dynamodb")
 
 
 def _upload_stub_code(s3: Any) -> str:
@@ -203,6 +217,30 @@ def _upload_stub_code(s3: Any) -> str:
             raise
     s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=payload)
     return f"s3://{BOOTSTRAP_BUCKET}/{key}"
+
+
+def _apply_table_settings(dynamodb: Any, cfn: Any, stack_id: str, template: Mapping[str, Any]) -> None:
+    """Apply the table properties moto's CloudFormation drops (TTL, point-in-time recovery)."""
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::DynamoDB::Table":
+            continue
+        props = resource.get("Properties", {})
+        name = cfn.describe_stack_resource(StackName=stack_id, LogicalResourceId=logical_id)[
+            "StackResourceDetail"
+        ]["PhysicalResourceId"]
+        ttl = props.get("TimeToLiveSpecification")
+        if isinstance(ttl, dict) and ttl.get("Enabled") is True:
+            current = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+            if current.get("TimeToLiveStatus") not in {"ENABLED", "ENABLING"}:
+                dynamodb.update_time_to_live(
+                    TableName=name,
+                    TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True},
+                )
+        pitr = props.get("PointInTimeRecoverySpecification")
+        if isinstance(pitr, dict) and pitr.get("PointInTimeRecoveryEnabled") is True:
+            dynamodb.update_continuous_backups(
+                TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+            )
 
 
 def _describe_stack(cfn: Any, name: str) -> dict[str, Any] | None:
@@ -319,7 +357,8 @@ def _read_back(
                 queue_logical_id=queue_by_arn[source],
                 batch_size=int(mapping.get("BatchSize", 10)),
                 maximum_batching_window_s=int(mapping.get("MaximumBatchingWindowInSeconds", 0)),
-                report_batch_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
+                report_batch_item_failures="ReportBatchItemFailures"
+                in mapping.get("FunctionResponseTypes", []),
                 maximum_concurrency=mapping.get("ScalingConfig", {}).get("MaximumConcurrency"),
             )
         )

@@ -147,7 +147,9 @@ def referenced_ids(node: Any) -> set[str]:
     return {name for name in found if not name.startswith(_PSEUDO_PREFIX)}
 
 
-def prune_resources(template: Mapping[str, Any], types: Iterable[str]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def prune_resources(
+    template: Mapping[str, Any], types: Iterable[str]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Remove resources of `types`, then everything that refers to a removed one (resources, outputs).
 
     Returns the pruned copy and the removed logical ids (sorted), so callers can say what is missing.

@@ -37,9 +37,29 @@ COMMON_ENV = {
 STARTS_CRAWLS = {"ApiFunction", "ScheduledAuditFunction"}
 # The least-privilege spec: what each role may name (its own log group included).
 ALLOWED_RESOURCES = {
-    "FetchWorkerFunction": {"FetchWorkerLogGroup", "FrontierQueue", "UrlsTable", "HostsTable", "CrawlsTable", "ResultsBucket"},
-    "SeedFunction": {"SeedLogGroup", "FrontierQueue", "UrlsTable", "HostsTable", "CrawlsTable", "ResultsBucket"},
-    "ProgressFunction": {"ProgressLogGroup", "FrontierQueue", "FrontierDeadLetterQueue", "UrlsTable", "CrawlsTable"},
+    "FetchWorkerFunction": {
+        "FetchWorkerLogGroup",
+        "FrontierQueue",
+        "UrlsTable",
+        "HostsTable",
+        "CrawlsTable",
+        "ResultsBucket",
+    },
+    "SeedFunction": {
+        "SeedLogGroup",
+        "FrontierQueue",
+        "UrlsTable",
+        "HostsTable",
+        "CrawlsTable",
+        "ResultsBucket",
+    },
+    "ProgressFunction": {
+        "ProgressLogGroup",
+        "FrontierQueue",
+        "FrontierDeadLetterQueue",
+        "UrlsTable",
+        "CrawlsTable",
+    },
     "ReportFunction": {
         "ReportLogGroup",
         "FrontierQueue",
@@ -71,7 +91,11 @@ CONDITIONED_STAR_ACTIONS = {"cloudwatch:PutMetricData": "cloudwatch:namespace"}
 
 
 def _errors(matches: list[Any]) -> list[str]:
-    return [f"{m.rule.id} {m.message} at {'/'.join(map(str, m.path))}" for m in matches if m.rule.id.startswith("E")]
+    return [
+        f"{m.rule.id} {m.message} at {'/'.join(map(str, m.path))}"
+        for m in matches
+        if m.rule.id.startswith("E")
+    ]
 
 
 def _resources(template: Mapping[str, Any], type_: str) -> dict[str, dict[str, Any]]:
@@ -146,7 +170,12 @@ def test_worker_sqs_event_source(sam_template: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("table", "keys", "indexes", "ttl"),
     [
-        ("CrawlsTable", [("crawl_id", "HASH")], {"by_site": [("site", "HASH"), ("created_at", "RANGE")]}, None),
+        (
+            "CrawlsTable",
+            [("crawl_id", "HASH")],
+            {"by_site": [("site", "HASH"), ("created_at", "RANGE")]},
+            None,
+        ),
         (
             "UrlsTable",
             [("crawl_id", "HASH"), ("url_key", "RANGE")],
@@ -213,7 +242,9 @@ def test_schedule_and_outputs(sam_template: dict[str, Any]) -> None:
     ]
     assert sam_template["Parameters"]["ScheduleExpression"]["Default"] == "rate(7 days)"
     assert sam_template["Parameters"]["UserAgent"]["Default"] == "SEOLens"
-    assert {"ApiUrl", "ResultsBucketName", "FrontierQueueUrl", "StateMachineArn"} <= set(sam_template["Outputs"])
+    assert {"ApiUrl", "ResultsBucketName", "FrontierQueueUrl", "StateMachineArn"} <= set(
+        sam_template["Outputs"]
+    )
 
 
 def test_moto_unsupported_types_are_still_unsupported(translated: dict[str, Any]) -> None:
@@ -323,7 +354,9 @@ def test_state_machine_invokes_exactly_its_three_functions(translated: dict[str,
 def test_only_crawl_starters_may_start_executions(translated: dict[str, Any]) -> None:
     starters = set()
     for logical_id in HANDLERS:
-        role = translated["Resources"][translated["Resources"][logical_id]["Properties"]["Role"]["Fn::GetAtt"][0]]
+        role = translated["Resources"][
+            translated["Resources"][logical_id]["Properties"]["Role"]["Fn::GetAtt"][0]
+        ]
         for statement in _statements(role):
             if "states:StartExecution" in _listify(statement["Action"]):
                 assert statement["Resource"] == {"Ref": "CrawlStateMachine"}
