@@ -8,6 +8,10 @@ Time: `clock` and `sleep` are injected together (tests advance a fake clock from
 Task `TimeoutSeconds` is the exception: the invoke runs in real time, so it is measured with
 `time.monotonic` on a worker thread, and a timed-out worker is abandoned (Python threads cannot be
 killed), which matches AWS where the Lambda keeps running after the state times out.
+
+Simplifications: HeartbeatSeconds is accepted and ignored; a Task without TimeoutSeconds runs on the
+caller's thread, so neither cancellation nor the execution's TimeoutSeconds interrupts it (both are
+seen as soon as it returns); lambda:invoke without Parameters.Payload sends `{}`.
 """
 
 from __future__ import annotations
@@ -186,7 +190,7 @@ class _Run:
         return Execution(
             status=status,
             output=output,
-            error=error.error if error else None,
+            error=(error.error or None) if error else None,
             cause=error.cause if error else None,
             history=tuple(self.history),
             name=self.name,
@@ -325,7 +329,7 @@ class _Run:
                 if not isinstance(value, str):
                     raise StatesError(RUNTIME, f"{field}Path must resolve to a string, got {value!r}")
             fields[field] = value
-        raise StatesError(fields["Error"] or "States.Fail", fields["Cause"])
+        raise StatesError(fields["Error"] or "", fields["Cause"])
 
     def state_choice(self, name: str, state: Mapping[str, Any], data: Any) -> _Step:
         effective = self.input_path(state, data)
@@ -342,7 +346,8 @@ class _Run:
         if "Seconds" in state:
             until = now + state["Seconds"]
         elif "Timestamp" in state:
-            until = parse_timestamp(state["Timestamp"]) or now
+            stamp = parse_timestamp(state["Timestamp"])
+            until = now if stamp is None else stamp
         elif "SecondsPath" in state:
             seconds = resolve(state["SecondsPath"], effective, self.context, self.rng, field="SecondsPath")
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:

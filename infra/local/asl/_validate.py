@@ -2,8 +2,8 @@
 
 Each problem is a string starting with `error:` or `warning:`. Errors cover what AWS would reject
 (unknown types and fields, missing Next/End, dangling targets, bad paths, bad rules) plus what this
-local executor cannot run (Map, Parallel, non-Lambda resources); warnings cover unreachable states
-and Tasks with neither Retry nor Catch.
+local executor cannot run (Map, Parallel, non-Lambda resources) and unreachable states; warnings
+cover Tasks with neither Retry nor Catch.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class _Checker:
             reachable = self.reachable(start, states)
             for name in states:
                 if name not in reachable:
-                    self.warning(f"state {name!r}", "unreachable from StartAt")
+                    self.error(f"state {name!r}", "unreachable from StartAt (AWS rejects such definitions)")
         return self.problems
 
     def reachable(self, start: str, states: Mapping[str, Any]) -> set[str]:
@@ -176,7 +176,7 @@ class _Checker:
                 self.error(where, f"unknown field {key!r} for a {kind} state")
         if FIELDS[kind] >= _FLOW:
             has_next, end = "Next" in state, state.get("End")
-            if has_next and end is not None:
+            if has_next and end is True:
                 self.error(where, "has both Next and End")
             elif has_next:
                 self.target(where, "Next", state["Next"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from infra.local.asl import PathSyntaxError
 from infra.local.asl._errors import PathNotFound
@@ -202,3 +204,25 @@ def test_path_failures(state: dict[str, Any], error: str) -> None:
     result = run_one(state, {"a": "scalar"})
     assert (result.status, result.error) == ("FAILED", error)
     assert result.cause
+
+
+_names = st.text(alphabet="abcxyz_-0123456789", min_size=1, max_size=6)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_names, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    data=st.dictionaries(_names, _json, max_size=4),
+    names=st.lists(_names, min_size=1, max_size=4),
+    value=_json,
+)
+def test_write_then_read_returns_the_value(data: dict[str, Any], names: list[str], value: Any) -> None:
+    path = parse_path("$." + ".".join(names))
+    try:
+        out = write(path, data, value)
+    except PathNotFound:
+        return  # a scalar on the way: ResultPathMatchFailure territory
+    assert read(path, out, {}) == value

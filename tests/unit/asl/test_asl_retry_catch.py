@@ -26,7 +26,9 @@ def run(
     fake = FakeTime()
     recorder = Recorder(scripted(*outcomes))
     state = task(Retry=retry, **({"Catch": catch} if catch else {}))
-    states: dict[str, Any] = {"T": state, "Handler": {"Type": "Pass", "End": True}}
+    states: dict[str, Any] = {"T": state}
+    if catch:
+        states["Handler"] = {"Type": "Pass", "End": True}
     executor = AslExecutor(machine(states), recorder, clock=fake.clock, sleep=fake.sleep, rng=rng)
     return executor.run({"in": 1}), fake, recorder
 

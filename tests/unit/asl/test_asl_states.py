@@ -43,12 +43,12 @@ def test_succeed_applies_paths() -> None:
     ("state", "error", "cause"),
     [
         ({"Type": "Fail", "Error": "E", "Cause": "C"}, "E", "C"),
-        ({"Type": "Fail"}, "States.Fail", None),
+        ({"Type": "Fail"}, None, None),
         ({"Type": "Fail", "ErrorPath": "$.err", "CausePath": "$.why"}, "Boom", "because"),
         ({"Type": "Fail", "Error": "E", "CausePath": "States.Format('code {}', $.code)"}, "E", "code 7"),
     ],
 )
-def test_fail(state: dict[str, Any], error: str, cause: str | None) -> None:
+def test_fail(state: dict[str, Any], error: str | None, cause: str | None) -> None:
     result = run_one(state, {"err": "Boom", "why": "because", "code": 7})
     assert (result.status, result.error, result.cause, result.output) == ("FAILED", error, cause, None)
     assert result.history[-1] == ("Only", "ExecutionFailed")

@@ -131,14 +131,24 @@ def test_top_level_errors(definition: Any, fragment: str) -> None:
 
 
 def test_warnings_do_not_stop_the_executor() -> None:
-    definition = machine({"A": task(), "Orphan": END})
+    definition = machine({"A": task()})
     problems = validate_definition(definition)
-    assert problems == [
-        "warning: state 'A': Task has no Retry or Catch",
-        "warning: state 'Orphan': unreachable from StartAt",
-    ]
+    assert problems == ["warning: state 'A': Task has no Retry or Catch"]
     executor = AslExecutor(definition, Recorder())
     assert executor.warnings == tuple(problems)
+
+
+def test_unreachable_states_are_errors() -> None:
+    definition = machine({"A": END, "Orphan": END, "Island": {"Type": "Pass", "Next": "Orphan"}})
+    problems = validate_definition(definition)
+    assert sorted(problems) == [
+        "error: state 'Island': unreachable from StartAt (AWS rejects such definitions)",
+        "error: state 'Orphan': unreachable from StartAt (AWS rejects such definitions)",
+    ]
+
+
+def test_end_false_with_next_is_accepted() -> None:
+    assert validate_definition(machine({"A": {"Type": "Pass", "Next": "B", "End": False}, "B": END})) == []
 
 
 def test_definition_text_and_substitutions() -> None:
