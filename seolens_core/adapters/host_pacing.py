@@ -58,12 +58,14 @@ class HostPacingStore:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         max_attempts: int = 12,
         retry_base_s: float = 0.005,
-        grant_lead_s: float = 0.025,
+        grant_lead_s: float = 0.05,
+        start_guard_s: float = 0.01,
         busy_retry_s: float = 1.0,
         on_call: Callable[[str], None] | None = None,
     ) -> None:
         """`grant_lead_s` is the earliest start after the read that a grant may name: it must cover the
-        conditional write, or the worker would start late and squeeze the next slot."""
+        conditional write. `start_guard_s` is added to each spacing and is the slack a worker may start
+        late (timer and scheduling jitter) without bringing two starts closer than the delay."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
         self._client = client
@@ -75,6 +77,7 @@ class HostPacingStore:
         self._max_attempts = max_attempts
         self._retry_base_s = retry_base_s
         self._grant_lead_s = grant_lead_s
+        self._start_guard_s = start_guard_s
         self._busy_retry_s = busy_retry_s
         self._on_call = on_call
         self.calls: Counter[str] = Counter()
@@ -93,6 +96,7 @@ class HostPacingStore:
                 lease_ttl_s,
                 max_local_wait_s,
                 lead_s=self._grant_lead_s,
+                guard_s=self._start_guard_s,
                 busy_retry_s=self._busy_retry_s,
             )
             if isinstance(reservation, Deferred) or new_state == state:

@@ -20,10 +20,12 @@ class InMemoryHostPacing:
         settings: AimdSettings = DEFAULT_SETTINGS,
         *,
         busy_retry_s: float = 1.0,
+        guard_s: float = 0.0,
     ) -> None:
         self._clock = clock
         self._settings = settings
         self._busy_retry_s = busy_retry_s
+        self._guard_s = guard_s
         self._states: dict[str, HostPoliteness] = {}
 
     def _load(self, host: str) -> HostPoliteness:
@@ -39,6 +41,7 @@ class InMemoryHostPacing:
             lease_ttl_s,
             max_local_wait_s,
             busy_retry_s=self._busy_retry_s,
+            guard_s=self._guard_s,
         )
         self._states[host] = state
         return reservation

@@ -41,13 +41,12 @@ async def acquire(
     max_local_wait_s: float,
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
-    late_tolerance_s: float = 0.001,
     max_late_retries: int = 3,
 ) -> Reservation:
     """Reserve and sleep until the granted start; return Granted only when the caller may start *now*.
 
-    A start later than the grant by more than `late_tolerance_s` would squeeze the gap to the next
-    worker's slot below the delay, so such a slot is given back unused and a new one reserved.
+    A start later than the grant's slack would squeeze the gap to the next worker's slot below the
+    delay, so such a slot is given back unused and a new one reserved.
     """
     for _ in range(max_late_retries + 1):
         reservation = await pacing.reserve(
@@ -57,7 +56,7 @@ async def acquire(
             return reservation
         while (wait := reservation.start_at - clock()) > 0:
             await sleep(wait)
-        if clock() - reservation.start_at <= late_tolerance_s:
+        if clock() - reservation.start_at <= reservation.slack_s:
             return reservation
         await pacing.release(host, lease_id, None)
     return Deferred(until=clock(), reason=DeferReason.PACING)

@@ -26,11 +26,16 @@ class DeferReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Granted:
-    """Start the request at `start_at` (not before, and give the slot up if much later) under `lease_id`."""
+    """Start the request at `start_at`, not before and not after `start_at + slack_s`, under `lease_id`.
+
+    Starting later than the slack would bring this start closer than the delay to the next slot's;
+    such a slot must be released unused (see `acquire`).
+    """
 
     start_at: float
     lease_id: str
     lease_expires_at: float
+    slack_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,24 +57,27 @@ def reserve(
     max_local_wait_s: float,
     *,
     lead_s: float = 0.0,
+    guard_s: float = 0.0,
     busy_retry_s: float = 1.0,
 ) -> tuple[HostPoliteness, Reservation]:
     """Grant the next start slot or say until when to come back; expired leases are purged.
 
-    `lead_s` is the earliest start after `now` the caller can honour (the time its conditional write
-    takes); `busy_retry_s` is how soon to ask again when all slots are leased (a release may come any
-    time, so no later than the first lease expiry). The lease runs from `start_at` for `lease_ttl_s`,
+    `lead_s` is the earliest start after `now` the caller can honour (its conditional write must land
+    first). `guard_s` is added to the spacing and granted as slack: a worker that wakes up that late
+    still keeps the delay to the next slot. `busy_retry_s` is how soon to ask again when all slots are
+    leased (no later than the first lease expiry). The lease runs from `start_at` for `lease_ttl_s`,
     which must exceed the worker's fetch timeout.
     """
-    if lease_ttl_s <= 0 or max_local_wait_s < 0 or lead_s < 0 or busy_retry_s <= 0:
-        raise ValueError("lease_ttl_s and busy_retry_s must be > 0; max_local_wait_s and lead_s >= 0")
+    if lease_ttl_s <= 0 or busy_retry_s <= 0 or min(max_local_wait_s, lead_s, guard_s) < 0:
+        raise ValueError("lease_ttl_s and busy_retry_s must be > 0; max_local_wait_s, lead_s, guard_s >= 0")
     leases = state.live_leases(now)
     state = state.with_leases(leases)
     earliest = now + lead_s
     if lease_id in leases:
         # Same lease asked again (a retried write that had landed): the grant stands as it was.
         expires = leases[lease_id]
-        return state, Granted(start_at=expires - lease_ttl_s, lease_id=lease_id, lease_expires_at=expires)
+        start = expires - lease_ttl_s
+        return state, Granted(start_at=start, lease_id=lease_id, lease_expires_at=expires, slack_s=guard_s)
     if state.blocked_until > earliest:
         reason = DeferReason.SUSPENDED if state.block_reason is BlockReason.SUSPENDED else DeferReason.BLOCKED
         return state, Deferred(until=max(state.blocked_until, state.next_allowed_at), reason=reason)
@@ -83,10 +91,12 @@ def reserve(
     granted = replace(
         state,
         leases={**leases, lease_id: expires_at},
-        next_allowed_at=start_at + state.delay_ms / 1000,
+        next_allowed_at=start_at + state.delay_ms / 1000 + guard_s,
         last_start_at=start_at,
     )
-    return granted, Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires_at)
+    return granted, Granted(
+        start_at=start_at, lease_id=lease_id, lease_expires_at=expires_at, slack_s=guard_s
+    )
 
 
 def release(

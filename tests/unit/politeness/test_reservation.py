@@ -223,3 +223,10 @@ def test_acquire_gives_back_a_slot_it_would_start_late() -> None:
         assert state is not None and set(state.leases) == {"first"}
 
     asyncio.run(scenario())
+
+
+def test_guard_widens_spacing_and_is_granted_as_slack() -> None:
+    s, a = reserve(host(100, 2), T0, "a", 30, 5, guard_s=0.01)
+    _, b = reserve(s, T0, "b", 30, 5, guard_s=0.01)
+    assert isinstance(a, Granted) and isinstance(b, Granted)
+    assert (a.slack_s, b.start_at - a.start_at) == (0.01, pytest.approx(0.11))

@@ -1,0 +1,329 @@
+"""HostPacingStore on the embedded moto server: one contract suite for it and the in-memory fake, then
+races of real asyncio workers (one aiobotocore client each) checked from the recorded request intervals."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import pytest
+from aiobotocore.session import get_session
+
+from infra.local.moto_server import EmbeddedMoto
+from seolens_core.adapters.host_pacing import HostPacingStore
+from seolens_core.politeness import (
+    AimdSettings,
+    BlockReason,
+    DeferReason,
+    Deferred,
+    Granted,
+    HostPacing,
+    InMemoryHostPacing,
+    Observation,
+    PacingContention,
+    acquire,
+)
+
+HOST = "https://shop.example:443"
+T0 = 1_700_000_000.0
+
+
+@asynccontextmanager
+async def dynamodb(moto: EmbeddedMoto) -> AsyncIterator[Any]:
+    session = get_session()
+    async with session.create_client(
+        "dynamodb",
+        endpoint_url=moto.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ) as client:
+        yield client
+
+
+async def create_hosts_table(client: Any) -> str:
+    name = f"hosts-{uuid.uuid4().hex[:10]}"
+    await client.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "host", "KeyType": "HASH"},
+            {"AttributeName": "kind", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "host", "AttributeType": "S"},
+            {"AttributeName": "kind", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+StoreFactory = Callable[[FakeClock, AimdSettings], Awaitable[HostPacing]]
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def run_with_store(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """Run `scenario(store, clock)` against one implementation of the HostPacing port."""
+
+    def runner(scenario: Callable[[HostPacing, FakeClock], Awaitable[None]], settings: AimdSettings) -> None:
+        clock = FakeClock()
+
+        async def main() -> None:
+            if request.param == "memory":
+                await scenario(InMemoryHostPacing(clock, settings, busy_retry_s=1.0), clock)
+                return
+            moto = request.getfixturevalue("moto_server")
+            async with dynamodb(moto) as client:
+                table = await create_hosts_table(client)
+                store = HostPacingStore(
+                    client, table, settings=settings, clock=clock, grant_lead_s=0.0, start_guard_s=0.0
+                )
+                await scenario(store, clock)
+
+        asyncio.run(main())
+
+    return runner
+
+
+# --- contract: the same behaviour from the fake and from DynamoDB -------------------------------
+
+
+def test_contract_spacing_concurrency_and_release(run_with_store: Callable[..., None]) -> None:
+    async def scenario(store: HostPacing, clock: FakeClock) -> None:
+        assert await store.get(HOST) is None
+        a = await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=1)
+        b = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=1)
+        c = await store.reserve(HOST, "c", lease_ttl_s=30, max_local_wait_s=1)
+        assert isinstance(a, Granted) and a.start_at == T0
+        assert isinstance(b, Granted) and b.start_at == pytest.approx(T0 + 0.2)
+        assert isinstance(c, Deferred) and c.reason is DeferReason.CONCURRENCY
+        clock.now += 0.3
+        state = await store.release(HOST, "a", Observation(status=200, ttfb_ms=40))
+        assert set(state.leases) == {"b"} and state.window.n == 1
+        c = await store.reserve(HOST, "c", lease_ttl_s=30, max_local_wait_s=1)
+        assert isinstance(c, Granted) and c.start_at == pytest.approx(T0 + 0.4)
+        stored = await store.get(HOST)
+        assert stored is not None and set(stored.leases) == {"b", "c"}
+
+    run_with_store(scenario, AimdSettings(initial_delay_ms=200, initial_concurrency=2))
+
+
+def test_contract_lease_expiry_returns_capacity(run_with_store: Callable[..., None]) -> None:
+    async def scenario(store: HostPacing, clock: FakeClock) -> None:
+        assert isinstance(await store.reserve(HOST, "crashed", lease_ttl_s=5, max_local_wait_s=1), Granted)
+        assert isinstance(await store.reserve(HOST, "other", lease_ttl_s=5, max_local_wait_s=1), Deferred)
+        clock.now += 5.0
+        assert isinstance(await store.reserve(HOST, "other", lease_ttl_s=5, max_local_wait_s=1), Granted)
+
+    run_with_store(scenario, AimdSettings(initial_delay_ms=0, initial_concurrency=1))
+
+
+def test_contract_retry_after_blocks_and_floor_applies(run_with_store: Callable[..., None]) -> None:
+    async def scenario(store: HostPacing, clock: FakeClock) -> None:
+        await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=1)
+        state = await store.release(HOST, "a", Observation(status=429, retry_after="3"))
+        assert (state.blocked_until, state.block_reason) == (T0 + 3, BlockReason.RETRY_AFTER)
+        r = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=10)
+        assert r == Deferred(until=T0 + 3, reason=DeferReason.BLOCKED)
+        state = await store.set_floor(HOST, 2000)
+        assert (state.floor_ms, state.delay_ms) == (2000, 2000)
+        clock.now = T0 + 3
+        r = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=10)
+        assert isinstance(r, Granted) and r.start_at == T0 + 3
+        r = await store.reserve(HOST, "c", lease_ttl_s=30, max_local_wait_s=10)
+        assert isinstance(r, Granted) and r.start_at == T0 + 5
+
+    run_with_store(scenario, AimdSettings(initial_delay_ms=100, initial_concurrency=4))
+
+
+# --- adapter specifics ---------------------------------------------------------------------------
+
+
+class InterferingClient:
+    """Delegates to a real client, but lets a rival write land between our read and our write."""
+
+    def __init__(self, client: Any, rival: Callable[[], Awaitable[object]], times: int) -> None:
+        self._client = client
+        self._rival = rival
+        self._times = times
+
+    async def get_item(self, **kwargs: Any) -> Any:
+        return await self._client.get_item(**kwargs)
+
+    async def put_item(self, **kwargs: Any) -> Any:
+        if self._times > 0:
+            self._times -= 1
+            await self._rival()
+        return await self._client.put_item(**kwargs)
+
+
+def test_lost_race_is_retried_and_counted(moto_server: EmbeddedMoto) -> None:
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            rival = HostPacingStore(client, table, grant_lead_s=0.0)
+            await rival.set_floor(HOST, 0)
+            await rival.set_floor(HOST, 500)  # the item exists: the conditional write checks `version`
+            noisy = InterferingClient(
+                client, lambda: rival.set_floor(HOST, rival.calls["PutItem"] * 100 + 700), 2
+            )
+            store = HostPacingStore(noisy, table, rng=random.Random(7), grant_lead_s=0.0)
+            r = await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5)
+            assert isinstance(r, Granted)
+            assert store.conflicts == 2
+            assert dict(store.calls) == {"GetItem": 3, "PutItem": 3}
+            state = await store.get(HOST)
+            assert (
+                state is not None and set(state.leases) == {"a"} and state.floor_ms == 900
+            )  # both writes kept
+
+            stubborn = HostPacingStore(
+                InterferingClient(client, lambda: rival.set_floor(HOST, 1000 + rival.calls["PutItem"]), 5),
+                table,
+                max_attempts=3,
+                sleep=lambda _s: asyncio.sleep(0),
+            )
+            with pytest.raises(PacingContention):
+                await stubborn.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=5)
+            assert stubborn.conflicts == 3
+
+    asyncio.run(main())
+
+
+def test_deferral_costs_one_read_and_no_write(moto_server: EmbeddedMoto) -> None:
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            seen: list[str] = []
+            store = HostPacingStore(
+                client,
+                table,
+                settings=AimdSettings(initial_concurrency=1),
+                on_call=seen.append,
+                grant_lead_s=0.0,
+            )
+            await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5)
+            seen.clear()
+            r = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=5)
+            assert isinstance(r, Deferred) and seen == ["GetItem"]
+
+    asyncio.run(main())
+
+
+# --- races with real time ------------------------------------------------------------------------
+
+Interval = tuple[float, float, str]
+
+
+def max_in_flight(intervals: list[Interval], within: tuple[float, float] | None = None) -> int:
+    events = sorted(
+        [(s, 1) for s, _, _ in intervals] + [(e, -1) for _, e, _ in intervals], key=lambda x: (x[0], x[1])
+    )
+    level = peak = 0
+    for t, step in events:
+        level += step
+        if within is None or within[0] <= t < within[1]:
+            peak = max(peak, level)
+    return peak
+
+
+async def race(
+    moto: EmbeddedMoto,
+    *,
+    workers: int,
+    seconds: float,
+    delay_ms: int,
+    concurrency: int,
+    fetch_s: float,
+    before: Callable[[HostPacingStore], Awaitable[None]] | None = None,
+) -> tuple[list[Interval], list[HostPacingStore]]:
+    settings = AimdSettings(
+        enabled=False, initial_delay_ms=delay_ms, initial_concurrency=concurrency, max_concurrency=concurrency
+    )
+    intervals: list[Interval] = []
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(dynamodb(moto)) for _ in range(workers)]
+        table = await create_hosts_table(clients[0])
+        stores = [
+            HostPacingStore(c, table, settings=settings, rng=random.Random(i), busy_retry_s=0.25)
+            for i, c in enumerate(clients)
+        ]
+        if before is not None:
+            await before(stores[0])
+        deadline = time.time() + seconds
+
+        async def worker(wid: int, store: HostPacingStore) -> None:
+            n = 0
+            while time.time() < deadline:
+                n += 1
+                lease = f"w{wid}-{n}"
+                r = await acquire(
+                    store,
+                    HOST,
+                    lease,
+                    lease_ttl_s=5,
+                    max_local_wait_s=0.5,
+                    clock=time.time,
+                    sleep=asyncio.sleep,
+                )
+                if isinstance(r, Deferred):
+                    await asyncio.sleep(min(max(r.until - time.time(), 0.005), 0.5))
+                    continue
+                start = time.time()
+                await asyncio.sleep(fetch_s)
+                intervals.append((start, time.time(), lease))
+                await store.release(HOST, lease, Observation(status=200, ttfb_ms=fetch_s * 1000))
+
+        await asyncio.gather(*(worker(i, s) for i, s in enumerate(stores)))
+    return intervals, stores
+
+
+def assert_spacing(intervals: list[Interval], delay_s: float, tolerance_s: float = 0.002) -> None:
+    starts = sorted(s for s, _, _ in intervals)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= delay_s - tolerance_s, f"closest starts {min(gaps) * 1000:.2f} ms apart"
+
+
+def test_eight_workers_never_break_delay_or_concurrency(moto_server: EmbeddedMoto) -> None:
+    intervals, stores = asyncio.run(
+        race(moto_server, workers=8, seconds=3.0, delay_ms=100, concurrency=2, fetch_s=0.15)
+    )
+    assert_spacing(intervals, 0.100)
+    assert max_in_flight(intervals) == 2  # reached, never exceeded
+    # The host allows min(1 / delay, concurrency / fetch) = 10 starts/s; demand most of it is used.
+    assert len(intervals) >= 18, len(intervals)
+    calls = sum(sum(s.calls.values()) for s in stores)
+    conflicts = sum(s.conflicts for s in stores)
+    per_fetch = calls / len(intervals)
+    print(f"fetches={len(intervals)} api_calls={calls} per_fetch={per_fetch:.1f} conflicts={conflicts}")
+
+
+def test_crashed_worker_lease_expires_and_capacity_returns(moto_server: EmbeddedMoto) -> None:
+    crash: dict[str, float] = {}
+
+    async def crash_one(store: HostPacingStore) -> None:
+        r = await store.reserve(HOST, "crashed", lease_ttl_s=1.0, max_local_wait_s=1)
+        assert isinstance(r, Granted)
+        crash["start"], crash["expires"] = r.start_at, r.lease_expires_at  # and never released
+
+    intervals, _ = asyncio.run(
+        race(moto_server, workers=4, seconds=2.5, delay_ms=100, concurrency=2, fetch_s=0.15, before=crash_one)
+    )
+    assert_spacing(intervals, 0.100)
+    assert max_in_flight(intervals, within=(crash["start"], crash["expires"])) == 1
+    assert max_in_flight(intervals, within=(crash["expires"], float("inf"))) == 2
+    assert any(s >= crash["expires"] for s, _, _ in intervals)
