@@ -317,12 +317,13 @@ class _XmlSink:
 class _TextSink:
     """Plain-text sitemap: one absolute URL per line, UTF-8; lines are held only up to the loc limit."""
 
-    __slots__ = ("_discarding", "_line", "_offset", "_out", "url_lines")
+    __slots__ = ("_discard_url", "_discarding", "_line", "_offset", "_out", "url_lines")
 
     def __init__(self, out: _Collector, base: int) -> None:
         self._out = out
         self._line = bytearray()
         self._discarding = False
+        self._discard_url = False
         self._offset = base
         self.url_lines = 0
 
@@ -351,6 +352,7 @@ class _TextSink:
             self._line += tail
             if len(self._line) > self._out.limits.max_loc_length + 256:
                 self._discarding = True
+                self._discard_url = _is_http_url(self._line[:16].decode("latin-1").lstrip())
                 self._line.clear()
 
     def finish(self) -> None:
@@ -363,7 +365,8 @@ class _TextSink:
         self._line.clear()
 
     def _skip_long(self) -> None:
-        self.url_lines += 1
+        if self._discard_url:
+            self.url_lines += 1
         self._out.skipped += 1
 
     def _take(self, raw: bytes) -> None:
@@ -433,7 +436,7 @@ class SitemapParser:
                 if out.stopped:
                     break
             if inflater.error is not None:
-                out.stop(ALERT_SITEMAP_MALFORMED, inflater.error, None)
+                out.stop(ALERT_SITEMAP_MALFORMED, inflater.error, self._bytes_out)
             level += 1
         if not out.stopped and not self._bom_checked and self._lead:
             self._bom_checked = True
@@ -495,7 +498,7 @@ class SitemapParser:
                 if self._out.stopped:
                     return
             if inflater.error is not None:
-                self._out.stop(ALERT_SITEMAP_MALFORMED, inflater.error, None)
+                self._out.stop(ALERT_SITEMAP_MALFORMED, inflater.error, self._bytes_out)
             return
         if not self._sniffed:
             self._head += data

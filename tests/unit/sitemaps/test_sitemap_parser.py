@@ -184,6 +184,29 @@ def test_html_or_other_xml_is_not_a_sitemap(doc: bytes) -> None:
     assert result.has(ALERT_SITEMAP_NOT_A_SITEMAP) and not result.complete
 
 
+@pytest.mark.parametrize(
+    ("declared", "raw", "expected"),
+    [
+        ("ISO-8859-1", "https://a.test/caf\u00e9".encode("latin-1"), "https://a.test/caf\u00e9"),
+        ("UTF-8", "https://a.test/caf\u00e9".encode(), "https://a.test/caf\u00e9"),
+    ],
+)
+def test_declared_xml_encoding_is_honoured(declared: str, raw: bytes, expected: str) -> None:
+    doc = f'<?xml version="1.0" encoding="{declared}"?><urlset xmlns="{NS}"><url><loc>'.encode()
+    entries, result = parse_sitemap(doc + raw + b"</loc></url></urlset>")
+    assert locs(entries) == [expected] and result.complete
+
+
+def test_unknown_xml_encoding_is_malformed() -> None:
+    _, result = parse_sitemap(b'<?xml version="1.0" encoding="x-bogus"?><urlset/>')
+    assert result.has(ALERT_SITEMAP_MALFORMED)
+
+
+def test_one_huge_binary_line_is_not_a_text_sitemap() -> None:
+    entries, result = parse_sitemap(b"\x00junk" * 2000)
+    assert entries == [] and result.kind is SitemapKind.UNKNOWN and result.has(ALERT_SITEMAP_NOT_A_SITEMAP)
+
+
 def test_empty_body() -> None:
     entries, result = parse_sitemap(b"")
     assert entries == [] and result.kind is SitemapKind.UNKNOWN and result.has(ALERT_SITEMAP_MALFORMED)
@@ -231,6 +254,8 @@ def test_truncated_gzip_keeps_entries_and_reports() -> None:
     packed = gzip.compress(doc)
     entries, result = parse_sitemap(packed[: len(packed) // 2])
     assert 0 < len(entries) < 2000
+    [finding] = result.findings
+    assert finding.position == result.bytes_decompressed and "truncated" in finding.detail
     assert locs(entries) == [f"https://a.test/{i}" for i in range(len(entries))]
     assert result.has(ALERT_SITEMAP_MALFORMED) and not result.complete
 
