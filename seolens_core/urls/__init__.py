@@ -1,4 +1,13 @@
-"""URL layer: normalization and link resolution (RFC 3986), trap guards, crawl boundary, visited-set key."""
+"""URL layer: normalization and link resolution (RFC 3986), trap guards, crawl boundary, visited-set key.
+
+Choices where the standards leave room (each is tested in tests/unit/urls/):
+- Resolution is RFC 3986 strict: `http:g` keeps its scheme, has no host and is rejected. Hrefs get the WHATWG
+  preprocessing (trim C0 and spaces, drop tabs and newlines) but a backslash is data (`%5C`), not a slash.
+- Userinfo is dropped; `+` stays `+` (only form decoding reads it as a space) and a space becomes `%20`;
+  `?` with nothing after it is dropped, as are empty parameters; `a` and `a=` stay distinct.
+- Hosts: IDNA 2008 via UTS 46 (non-transitional); ASCII labels may hold `_`; numeric hosts follow the
+  WHATWG IPv4 parser (`0x7f.1` is 127.0.0.1); IPv6 is compressed and keeps its brackets.
+"""
 
 from ._boundary import CrawlBoundary
 from ._key import url_key, url_key_hex
