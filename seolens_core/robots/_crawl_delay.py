@@ -38,9 +38,8 @@ def crawl_delay_policy(
     rules_delay: float | None, settings: RobotsSettings = DEFAULT_ROBOTS_SETTINGS
 ) -> CrawlDelayVerdict:
     """Apply `max_crawl_delay_s`: accept, refuse with a finding, or (forced) cap only the local wait."""
-    if rules_delay is None or not math.isfinite(rules_delay) or rules_delay <= 0:
-        requested = rules_delay if rules_delay is not None and rules_delay == 0 else None
-        return CrawlDelayVerdict(requested, 0.0, None, False)
+    if rules_delay is None or not math.isfinite(rules_delay) or rules_delay < 0:
+        return CrawlDelayVerdict(None, 0.0, None, False)
     if rules_delay <= settings.max_crawl_delay_s:
         return CrawlDelayVerdict(rules_delay, rules_delay, None, False)
     if settings.force_crawl_delay_cap:

@@ -159,6 +159,7 @@ class RobotsRules:
         "_rules",
         "_sitemaps",
         "_special",
+        "_special_prefixes",
         "_truncated",
     )
 
@@ -227,7 +228,12 @@ class RobotsRules:
         target = _normalize_target(path_query)
         if target.startswith("/robots.txt") and (len(target) == 11 or target.startswith("%3F", 11)):
             return True
-        rules = self._rules if target.startswith(self._prefixes) else self._special
+        if target.startswith(self._prefixes):
+            rules = self._rules
+        elif target.startswith(self._special_prefixes):
+            rules = self._special
+        else:
+            return True
         for match, allow in rules:
             if match(target):
                 return allow
@@ -250,6 +256,10 @@ class RobotsRules:
         )
         self._special: tuple[_Rule, ...] = tuple(
             (pattern.match, allow) for (_, allow), pattern in ordered if _is_special(pattern)
+        )
+        # The literal head of a wildcard or anchored pattern, before its first "*" or its final "$".
+        self._special_prefixes: tuple[str, ...] = tuple(
+            {quoted.rstrip("$").partition("*")[0] for (quoted, _), pattern in ordered if _is_special(pattern)}
         )
 
 

@@ -75,7 +75,9 @@ def test_rfc9309_longest_match_example() -> None:
 
 def test_rfc9309_groups_for_the_same_agent_are_merged() -> None:
     # RFC 9309 section 2.2.1: two ExampleBot groups are one group.
-    text = "user-agent: ExampleBot\ndisallow: /foo\ndisallow: /bar\n\nuser-agent: ExampleBot\ndisallow: /baz\n"
+    text = (
+        "user-agent: ExampleBot\ndisallow: /foo\ndisallow: /bar\n\nuser-agent: ExampleBot\ndisallow: /baz\n"
+    )
     rules = RobotsRules.parse(text, ("examplebot",))
     assert [rules.can_fetch(p) for p in ("/foo", "/bar", "/baz", "/qux")] == [False, False, False, True]
 
@@ -278,7 +280,9 @@ def test_crawl_delay_of_the_applied_group(group: str, delay: float | None) -> No
 
 
 def test_crawl_delay_of_merged_groups_is_the_most_polite() -> None:
-    text = "User-agent: *\nCrawl-delay: 2\n\nUser-agent: *\nCrawl-delay: 7.5\n\nUser-agent: *\nCrawl-delay: 1\n"
+    text = (
+        "User-agent: *\nCrawl-delay: 2\n\nUser-agent: *\nCrawl-delay: 7.5\n\nUser-agent: *\nCrawl-delay: 1\n"
+    )
     assert RobotsRules.parse(text).crawl_delay == 7.5
 
 
