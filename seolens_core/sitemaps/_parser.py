@@ -317,14 +317,15 @@ class _XmlSink:
 class _TextSink:
     """Plain-text sitemap: one absolute URL per line, UTF-8; lines are held only up to the loc limit."""
 
-    __slots__ = ("_discard_url", "_discarding", "_line", "_offset", "_out", "url_lines")
+    __slots__ = ("_discard_url", "_discarding", "_line", "_line_start", "_out", "_pos", "url_lines")
 
     def __init__(self, out: _Collector, base: int) -> None:
         self._out = out
         self._line = bytearray()
         self._discarding = False
         self._discard_url = False
-        self._offset = base
+        self._pos = base
+        self._line_start = base
         self.url_lines = 0
 
     @property
@@ -344,10 +345,12 @@ class _TextSink:
                 self._line += part
                 self._take(bytes(self._line))
                 self._line.clear()
-            self._offset += len(part) + 1
+            self._pos += len(part) + 1
+            self._line_start = self._pos
         if self._out.stopped:
             return
         tail = parts[-1]
+        self._pos += len(tail)
         if not self._discarding:
             self._line += tail
             if len(self._line) > self._out.limits.max_loc_length + 256:
@@ -375,7 +378,7 @@ class _TextSink:
             return
         if _is_http_url(line):
             self.url_lines += 1
-        self._out.emit("url", line, None, None, None, self._offset)
+        self._out.emit("url", line, None, None, None, self._line_start)
 
 
 class SitemapParser:

@@ -502,10 +502,13 @@ def test_exactly_max_urls_is_fine() -> None:
     assert len(entries) == 100 and result.complete and result.findings == ()
 
 
-def test_text_sitemap_obeys_url_limit() -> None:
+@pytest.mark.parametrize("size", [3, 1000])
+def test_text_sitemap_obeys_url_limit_and_reports_the_line(size: int) -> None:
     body = "".join(f"https://a.test/{i}\n" for i in range(20)).encode()
-    entries, result = parse_sitemap(body, SitemapLimits(max_urls=5))
-    assert len(entries) == 5 and result.has(ALERT_SITEMAP_TOO_MANY_URLS)
+    entries, result = feed_in(split_every(body, size), SitemapLimits(max_urls=5))
+    assert len(entries) == 5
+    [finding] = result.findings
+    assert finding.code == ALERT_SITEMAP_TOO_MANY_URLS and finding.position == body.index(b"https://a.test/5")
 
 
 def test_feed_after_close_is_a_programming_error() -> None:
