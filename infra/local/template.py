@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -115,6 +116,8 @@ def translate(
         props = sam["Resources"][logical_id]["Properties"]
         props.pop("DefinitionUri", None)
         props["Definition"] = copy.deepcopy(dict(definition))
+    # samtranslator records usage metrics nobody publishes offline and warns about them when collected.
+    logging.getLogger("samtranslator.metrics.metrics").setLevel(logging.ERROR)
     translated: dict[str, Any] = transform(sam, {"AWS::Region": region}, _NoManagedPolicies())
     for logical_id, definition in definitions.items():
         props = translated["Resources"][logical_id]["Properties"]

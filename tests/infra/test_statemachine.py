@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from cfnlint.api import ManualArgs, lint
 
 SUPPORTED_TYPES = {"Task", "Choice", "Wait", "Pass", "Succeed", "Fail"}
 REQUIRED_RETRY_ERRORS = {
@@ -197,3 +199,33 @@ def test_seed_loops_until_done(definitions: dict[str, dict[str, Any]]) -> None:
     assert rule == {"Variable": "$.seed.seed_done", "BooleanEquals": True, "Next": "CheckProgress"}
     init = states[_definition(definitions)["StartAt"]]
     assert init["Parameters"]["seed"] == {"cursor": None, "seed_done": False}
+
+
+def _asl_lint_errors(definition: Mapping[str, Any]) -> list[str]:
+    """cfn-lint's ASL schema check (E3601) on the definition with placeholder ARNs filled in."""
+    text = re.sub(
+        r"\$\{(\w+)\}", r"arn:aws:lambda:us-east-1:123456789012:function:\1", json.dumps(definition)
+    )
+    template = {
+        "Resources": {
+            "Machine": {
+                "Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {
+                    "RoleArn": "arn:aws:iam::123456789012:role/machine",
+                    "Definition": json.loads(text),
+                },
+            }
+        }
+    }
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    return [f"{m.rule.id} {m.message}" for m in matches if m.rule.id.startswith("E")]
+
+
+def test_definition_passes_the_asl_schema(definitions: dict[str, dict[str, Any]]) -> None:
+    assert _asl_lint_errors(_definition(definitions)) == []
+
+
+def test_asl_schema_check_can_fail(definitions: dict[str, dict[str, Any]]) -> None:
+    broken = copy.deepcopy(_definition(definitions))
+    broken["States"]["Seed"]["Type"] = "Tsk"
+    assert any("Tsk" in error for error in _asl_lint_errors(broken))

@@ -362,3 +362,12 @@ def test_only_crawl_starters_may_start_executions(translated: dict[str, Any]) ->
                 assert statement["Resource"] == {"Ref": "CrawlStateMachine"}
                 starters.add(logical_id)
     assert starters == STARTS_CRAWLS
+
+
+def test_samconfig_deploys_with_iam_capability() -> None:
+    import tomllib
+
+    config = tomllib.loads((TEMPLATE.parent / "samconfig.toml").read_text(encoding="utf-8"))
+    deploy = config["default"]["deploy"]["parameters"]
+    assert "CAPABILITY_IAM" in deploy["capabilities"]
+    assert deploy["resolve_s3"] is True
