@@ -288,6 +288,24 @@ class FixtureServer:
     def clear_log(self) -> None:
         self._log.clear()
 
+    def gaps(self, site: str, *, skip: Sequence[str] = ("/robots.txt",)) -> list[float]:
+        """Seconds between consecutive request arrivals on a site (paths in `skip` left out), for
+        asserting a crawl delay: `min(server.gaps(site)) >= delay`."""
+        starts = sorted(r.start for r in self._log.records(site) if r.path.split("?", 1)[0] not in skip)
+        return [later - earlier for earlier, later in itertools.pairwise(starts)]
+
+    def peak_concurrency(self, site: str) -> int:
+        """The most requests a site was answering at once (in-flight requests count as open)."""
+        events: list[tuple[float, int]] = []
+        for record in self._log.records(site):
+            events.append((record.start, 1))
+            events.append((record.end if record.end is not None else float("inf"), -1))
+        peak = current = 0
+        for _, step in sorted(events):
+            current += step
+            peak = max(peak, current)
+        return peak
+
     def wait_until(self, predicate: Callable[[FixtureServer], bool], timeout: float = 5.0) -> bool:
         """Poll `predicate(self)` until true or `timeout` seconds pass; returns its last value."""
         deadline = time.monotonic() + timeout

@@ -351,3 +351,22 @@ def serve_sites() -> Iterator[Callable[..., FixtureServer]]:
     yield start
     for srv in started:
         srv.stop()
+
+
+def test_gaps_and_peak_concurrency(serve_sites: Callable[..., FixtureServer]) -> None:
+    srv = serve_sites(SiteSpec("g", {"/robots.txt": text("User-agent: *\n")}, fallback=Response(delay=0.2)))
+    with httpx.Client(base_url=srv.base_url("g"), trust_env=False) as c:
+        c.get("/robots.txt")
+        c.get("/a")
+        time.sleep(0.1)
+        c.get("/b")
+    gaps = srv.gaps("g")
+    assert len(gaps) == 1 and gaps[0] >= 0.29
+    assert srv.peak_concurrency("g") == 1
+
+    async def burst() -> None:
+        async with httpx.AsyncClient(base_url=srv.base_url("g"), trust_env=False) as ac:
+            await asyncio.gather(*(ac.get(f"/c{i}") for i in range(3)))
+
+    asyncio.run(burst())
+    assert srv.peak_concurrency("g") == 3
