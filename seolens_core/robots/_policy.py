@@ -178,23 +178,35 @@ def _unreachable(
         first_failure_at=prev.first_failure_at if prev.first_failure_at is not None else now,
         first_5xx_at=first_5xx_at,
     )
+    # During an outage robots.txt is retried at retry_at, and the decision expires then too.
     if copy_ok:
-        return RobotsDecision(
+        mode, text, suspended, reason = (
             RobotsMode.PARSED,
             prev.last_good_text,
-            retry_at,
-            retry_at,
             False,
             DecisionReason.GOOD_COPY_DURING_OUTAGE,
-            state,
         )
-    days = settings.robots_5xx_allow_after_days
-    if days is not None and first_5xx_at is not None and now - first_5xx_at >= days * DAY_S:
-        return RobotsDecision(
-            RobotsMode.ALLOW_ALL, None, retry_at, retry_at, False, DecisionReason.LONG_5XX_OUTAGE_ALLOW, state
+    elif (
+        settings.robots_5xx_allow_after_days is not None
+        and first_5xx_at is not None
+        and now - first_5xx_at >= settings.robots_5xx_allow_after_days * DAY_S
+    ):
+        mode, text, suspended, reason = (
+            RobotsMode.ALLOW_ALL,
+            None,
+            False,
+            DecisionReason.LONG_5XX_OUTAGE_ALLOW,
         )
+    else:
+        mode, text, suspended, reason = RobotsMode.DISALLOW_ALL, None, True, DecisionReason.UNREACHABLE
     return RobotsDecision(
-        RobotsMode.DISALLOW_ALL, None, retry_at, retry_at, True, DecisionReason.UNREACHABLE, state
+        mode=mode,
+        rules_text=text,
+        valid_until=retry_at,
+        retry_at=retry_at,
+        suspended=suspended,
+        reason=reason,
+        state=state,
     )
 
 

@@ -7,7 +7,6 @@ normalization (percent-encoding) and wildcard matcher, which follow the RFC.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -27,6 +26,10 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _ESCAPED_SLASH = re.compile(r"%2[fF]")
 # A target made only of characters that percent-encoding leaves alone needs no quoting.
 _PLAIN_TARGET = re.compile(r"/[A-Za-z0-9_.~/=-]*").fullmatch
+_DELAY = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+MAX_CRAWL_DELAY_S = 86_400.0
+"""Crawl-delay values above a day are read as a day (still far above any accepted maximum)."""
 
 _USER_AGENT = "user-agent"
 _ALLOW = "allow"
@@ -131,11 +134,12 @@ def _normalize_target(path_query: str) -> str:
 
 
 def _parse_delay(raw: str) -> float | None:
-    try:
-        delay = float(raw)
-    except ValueError:
+    """Seconds from a Crawl-delay value; lenient about a trailing unit ("10s"), capped at a day."""
+    match = _DELAY.match(raw)
+    if match is None:
         return None
-    return delay if math.isfinite(delay) and delay >= 0 else None
+    # An absurd value (1e999) still means "very slow": it is capped, not dropped, so it is refused later.
+    return min(float(match.group()), MAX_CRAWL_DELAY_S)
 
 
 class _Group:
