@@ -34,6 +34,9 @@ PARTNER_IP = "127.0.0.2"
 PARTNER_FALLBACK = "http://127.0.0.2:9"
 DISALLOW = ("/private/",)
 THIN_WORDS = 200
+# The audit's default bounds (seolens_core.audit.AuditSettings); every demo page keeps within them.
+TITLE_CHARS = (30, 60)
+META_DESC_CHARS = (70, 160)
 CALENDAR = "/calendar"
 CALENDAR_START = "2024-01"
 LASTMOD = "2024-05-01"
@@ -141,7 +144,7 @@ PAGES: tuple[Page, ...] = (
     ),
     _page(
         "/shop",
-        "Shop all products — Acme Widgets",
+        "Shop all products — Acme Widgets workshop",
         "Shop",
         "Browse every widget, gadget and accessory we make, with prices and stock.",
         Link("/shop/widgets", "Widgets"),
@@ -152,7 +155,7 @@ PAGES: tuple[Page, ...] = (
     ),
     _page(
         "/shop/widgets",
-        "Widgets — Acme Widgets",
+        "Widgets — Acme Widgets workshop",
         "Widgets",
         "Our range of widgets, from the classic steel widget to the blue edition.",
         Link(PRODUCT, "Classic widget"),
@@ -161,45 +164,50 @@ PAGES: tuple[Page, ...] = (
     ),
     _page(
         "/shop/gadgets",
-        "Gadgets — Acme Widgets",
+        "Gadgets — Acme Widgets workshop",
         "Gadgets",
-        "Gadgets for the workshop and the kitchen, tested by our own team.",
+        "Gadgets for the workshop and the kitchen, tested by our own team."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/products/gadget", "Pocket gadget"),
         Link("/products/gizmo", "Gizmo"),
     ),
     _page(
         "/shop/accessories",
-        "Accessories — Acme Widgets",
+        "Accessories — Acme Widgets workshop",
         None,
-        "Cables, cases and spare parts that fit every Acme product.",
+        "Cables, cases and spare parts that fit every Acme product."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/products/cable", "Braided cable"),
     ),
     _page(
         "/shop/sale",
-        "Sale — Acme Widgets",
+        "Summer sale — Acme Widgets workshop",
         "Sale",
-        "Seasonal discounts on last year's widgets while stock lasts.",
+        "Seasonal discounts on last year's widgets while stock lasts."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link(PRODUCT, "Classic widget on sale"),
     ),
     _page(
         "/products/widget",
-        "Classic steel widget — Acme Widgets",
+        "Classic steel widget — Acme Widgets workshop",
         "Classic steel widget",
         "The classic steel widget: hand finished, five year warranty, ships in two days.",
     ),
     _page(
         "/products/widget-blue",
-        "Blue steel widget — Acme Widgets",
+        "Blue steel widget — Acme Widgets workshop",
         "Blue steel widget",
-        "The classic widget with a blue powder coat; same parts and warranty.",
+        "The classic widget with a blue powder coat; same parts and warranty."
+        " Handmade in the Acme workshop, five-year warranty.",
         canonical=PRODUCT,
         in_sitemap=False,
     ),
     _page(
         "/products/compare",
-        "Compare widgets — Acme Widgets",
+        "Compare widgets — Acme Widgets workshop",
         "Compare widgets",
-        "Side by side: sizes, weights and finishes of every widget we sell.",
+        "Side by side: sizes, weights and finishes of every widget we sell."
+        " Handmade in the Acme workshop, five-year warranty.",
         *(
             Link(href, f"Classic widget ({i + 1})", target=PRODUCT)
             for i, href in enumerate(PRODUCT_SPELLINGS)
@@ -208,34 +216,39 @@ PAGES: tuple[Page, ...] = (
     ),
     _page(
         "/products/gadget",
-        "Pocket gadget — Acme Widgets",
+        "Pocket gadget — Acme Widgets workshop",
         "Pocket gadget",
-        "A pocket gadget with seven tools, a steel clip and a leather pouch.",
+        "A pocket gadget with seven tools, a steel clip and a leather pouch."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/products/gadget/specs", "Technical specifications"),
     ),
     _page(
         "/products/gadget/specs",
-        "Pocket gadget specifications — Acme Widgets",
+        "Pocket gadget specifications — Acme Widgets workshop",
         "Pocket gadget specifications",
-        "Dimensions, materials and tolerances of the pocket gadget.",
+        "Dimensions, materials and tolerances of the pocket gadget."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/products/gizmo",
-        "Gizmo — Acme Widgets",
+        "Gizmo multi-tool — Acme Widgets workshop",
         "Gizmo",
-        "The gizmo clamps, measures and levels in one small tool.",
+        "The gizmo clamps, measures and levels in one small tool."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/products/cable",
-        "Braided cable — Acme Widgets",
+        "Braided cable — Acme Widgets workshop",
         "Braided cable",
-        "A braided cable that survives ten thousand bends, in three lengths.",
+        "A braided cable that survives ten thousand bends, in three lengths."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/blog",
-        "Workshop blog — Acme Widgets",
+        "Workshop blog — Acme Widgets workshop",
         "Workshop blog",
-        "Stories from the workshop: how we design, test and ship our widgets.",
+        "Stories from the workshop: how we design, test and ship our widgets."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/blog/post-1", "Why steel"),
         Link("/blog/post-2", "Spring notes"),
         Link("/blog/post-3", "Spring notes, part two"),
@@ -243,35 +256,39 @@ PAGES: tuple[Page, ...] = (
     ),
     Page(
         "/blog/post-1",
-        "Why we build widgets from steel — Acme Widgets",
+        "Why we build widgets from steel — Acme Widgets workshop",
         ("Why we build widgets from steel", "Steel versus aluminium"),
-        "The reasons behind our choice of steel for every widget we make.",
+        "The reasons behind our choice of steel for every widget we make."
+        " Handmade in the Acme workshop, five-year warranty.",
         (Link("/blog/old-post", "Our first post"),),
     ),
     _page(
         "/blog/post-2",
-        "Notes from the workshop — Acme Widgets",
+        "Notes from the workshop — Acme Widgets workshop",
         "Spring notes from the workshop",
-        "What we built this spring, and what we learned from it.",
+        "What we built this spring, and what we learned from it."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/blog/post-3",
-        "Notes from the workshop — Acme Widgets",
+        "Notes from the workshop — Acme Widgets workshop",
         "More spring notes from the workshop",
-        "More of what we built this spring, with photos of the new bench.",
+        "More of what we built this spring, with photos of the new bench."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/blog/cdn-choices",
-        "How we serve product images — Acme Widgets",
+        "How we serve product images — Acme Widgets workshop",
         "How we serve product images",
-        "Why our product photos now come from a content delivery network.",
+        "Why our product photos now come from a content delivery network."
+        " Handmade in the Acme workshop, five-year warranty.",
         prose=_CLOUDFLARE_PROSE,
     ),
     _page(
         "/about",
-        "About Acme Widgets",
+        "About us — Acme Widgets workshop",
         "About us",
-        "A family workshop making widgets since 1987.",
+        "A family workshop making widgets since 1987. Handmade in the Acme workshop, five-year warranty.",
         Link("/about/team", "Our team"),
         Link("/about/history", "Our history"),
     ),
@@ -279,102 +296,113 @@ PAGES: tuple[Page, ...] = (
         "/about/team",
         None,
         "Our team",
-        "Meet the nine people who design, build and ship Acme widgets.",
+        "Meet the nine people who design, build and ship Acme widgets."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/private/admin", "Staff login"),
     ),
     _page(
         "/about/history",
-        "Our history — Acme Widgets",
+        "Our history — Acme Widgets workshop",
         "Our history",
-        "From a garage in 1987 to a workshop with nine benches.",
+        "From a garage in 1987 to a workshop with nine benches."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/about/history/founders", "The founders"),
     ),
     _page(
         "/about/history/founders",
-        "The founders — Acme Widgets",
+        "The founders — Acme Widgets workshop",
         "The founders",
-        "How two machinists started Acme Widgets with one lathe.",
+        "How two machinists started Acme Widgets with one lathe."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link("/about/history/founders/letters", "Their letters"),
     ),
     _page(
         "/about/history/founders/letters",
-        "Letters from the founders — Acme Widgets",
+        "Letters from the founders — Acme Widgets workshop",
         "Letters from the founders",
         "Letters the founders wrote to early customers, scanned and transcribed.",
     ),
     _page(
         "/contact",
-        "Contact us — Acme Widgets",
+        "Contact us — Acme Widgets workshop",
         "Contact us",
         None,
         Link("/thank-you", "Message sent"),
     ),
     _page(
         "/thank-you",
-        "Thank you — Acme Widgets",
+        "Thank you — Acme Widgets workshop",
         "Thank you",
-        "Your message reached us; we answer within two working days.",
+        "Your message reached us; we answer within two working days."
+        " Handmade in the Acme workshop, five-year warranty.",
         noindex=True,
         in_sitemap=False,
     ),
     _page(
         "/faq",
-        "Frequently asked questions — Acme Widgets",
+        "Frequently asked questions — Acme Widgets workshop",
         "FAQ",
-        "Short answers about shipping, returns and warranty.",
+        "Short answers about shipping, returns and warranty."
+        " Handmade in the Acme workshop, five-year warranty.",
         words=30,
     ),
     _page(
         "/events",
-        "Workshop events — Acme Widgets",
+        "Workshop events — Acme Widgets workshop",
         "Workshop events",
-        "Open days, repair cafés and classes at the Acme workshop.",
+        "Open days, repair cafés and classes at the Acme workshop."
+        " Handmade in the Acme workshop, five-year warranty.",
         Link(f"{CALENDAR}?month={CALENDAR_START}", "Calendar"),
     ),
     _page(
         "/private/orders",
-        "Your orders — Acme Widgets",
+        "Your orders — Acme Widgets workshop",
         "Your orders",
-        "Orders placed with your account.",
+        "Orders placed with your account. Handmade in the Acme workshop, five-year warranty.",
         in_sitemap=False,
     ),
     _page(
         "/private/admin",
-        "Administration — Acme Widgets",
+        "Administration — Acme Widgets workshop",
         "Administration",
-        "Shop administration.",
+        "Shop administration. Handmade in the Acme workshop, five-year warranty.",
         in_sitemap=False,
     ),
     # Orphans: listed in the sitemap, linked from no page.
     _page(
         "/products/legacy-gadget",
-        "Legacy gadget — Acme Widgets",
+        "Legacy gadget — Acme Widgets workshop",
         "Legacy gadget",
-        "The first gadget we ever sold, kept for owners looking for parts.",
+        "The first gadget we ever sold, kept for owners looking for parts."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/blog/draft-notes",
-        "Draft notes on packaging — Acme Widgets",
+        "Draft notes on packaging — Acme Widgets workshop",
         "Draft notes on packaging",
-        "Early thoughts on plastic-free packaging for our widgets.",
+        "Early thoughts on plastic-free packaging for our widgets."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/landing/spring",
-        "Spring collection — Acme Widgets",
+        "Spring collection — Acme Widgets workshop",
         "Spring collection",
-        "The spring collection: three new widgets in seasonal colours.",
+        "The spring collection: three new widgets in seasonal colours."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/landing/summer",
-        "Summer collection — Acme Widgets",
+        "Summer collection — Acme Widgets workshop",
         "Summer collection",
-        "The summer collection: outdoor gadgets built for the garden.",
+        "The summer collection: outdoor gadgets built for the garden."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
     _page(
         "/shop/clearance",
-        "Clearance — Acme Widgets",
+        "Clearance — Acme Widgets workshop",
         "Clearance",
-        "Last units of discontinued widgets at half price.",
+        "Last units of discontinued widgets at half price."
+        " Handmade in the Acme workshop, five-year warranty.",
     ),
 )
 
@@ -512,9 +540,9 @@ def calendar(request: Request, ctx: RouteContext) -> Response:
     label = f"{year}-{month:02d}"
     page = Page(
         f"{CALENDAR}?month={label}",
-        f"Events in {label} — Acme Widgets",
+        f"Events in {label} — Acme Widgets workshop",
         (f"Events in {label}",),
-        f"Open days and classes at the Acme workshop in {label}.",
+        f"Open days, repair cafés and classes at the Acme Widgets workshop in {label}, with times.",
         (Link("/events", "All events"), Link(f"{CALENDAR}?month={nyear}-{nmonth:02d}", "Next month")),
     )
     return html(render_page(page, ctx))
@@ -523,9 +551,9 @@ def calendar(request: Request, ctx: RouteContext) -> Response:
 def search_page(q: str, number: str) -> Page:
     return _page(
         f"{SEARCH}?page={number}&q={q}",
-        f"Search results for {q} (page {number}) — Acme Widgets",
+        f"Search results for {q} (page {number}) — Acme Widgets workshop",
         f"Search results for {q}",
-        f"Products matching {q}, page {number}.",
+        f"Products in the Acme Widgets catalogue matching {q}, results page {number}, best matches first.",
         Link(PRODUCT, "Classic steel widget"),
         Link("/products/widget-blue", "Blue steel widget"),
         in_sitemap=False,
@@ -584,14 +612,15 @@ PARTNER_PAGES = (
         "/",
         "Partner Tools — Workshop supplies",
         "Workshop supplies",
-        "Partner Tools sells lathes, files and benches to small workshops.",
+        "Partner Tools sells lathes, files and benches to small workshops."
+        " Delivered to workshops across the country.",
         Link("/catalogue", "Catalogue"),
     ),
     _page(
         "/catalogue",
-        "Catalogue — Partner Tools",
+        "Tool catalogue — Partner Tools workshop supplies",
         "Catalogue",
-        "Every tool Partner Tools stocks, with prices.",
+        "Every tool Partner Tools stocks, with prices. Delivered to workshops across the country.",
     ),
 )
 
@@ -608,6 +637,18 @@ def demo_sites(port: int = 0) -> list[SiteSpec]:
     return [demo_site(port=port), partner_site()]
 
 
+DESIGNED_DEFECTS = (
+    "missing_title",
+    "duplicate_title",
+    "missing_h1",
+    "multiple_h1",
+    "thin_content",
+    "noindex",
+    "canonical_elsewhere",
+    "missing_meta_description",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class DemoExpected:
     """What a correct, polite crawl of the demo site from '/' finds; paths are normalized path+query.
@@ -615,7 +656,8 @@ class DemoExpected:
     linked: internal URLs reached by following links (redirect hops included, robots-disallowed ones and
     the calendar trap excluded). crawlable: linked plus sitemap orphans, i.e. every URL a crawl fetches
     besides robots.txt, sitemap.xml and calendar pages. depth: link depth from '/', a redirect hop
-    counting as one more level. defects: finding code -> pages, over the HTML pages answered 200.
+    counting as one more level. defects: finding code -> pages, over the HTML pages answered 200
+    (DESIGNED_DEFECTS are non-empty; the length and duplicate-description codes are empty on purpose).
     """
 
     pages: frozenset[str]
@@ -653,9 +695,12 @@ def _blocked(path: str) -> bool:
 
 def _defects(pages: list[Page]) -> dict[str, frozenset[str]]:
     titles: dict[str, int] = {}
+    descriptions: dict[str, int] = {}
     for page in pages:
         if page.title is not None:
             titles[page.title] = titles.get(page.title, 0) + 1
+        if page.description is not None:
+            descriptions[page.description] = descriptions.get(page.description, 0) + 1
     rules: dict[str, Callable[[Page], bool]] = {
         "missing_title": lambda p: p.title is None,
         "duplicate_title": lambda p: p.title is not None and titles[p.title] > 1,
@@ -665,6 +710,16 @@ def _defects(pages: list[Page]) -> dict[str, frozenset[str]]:
         "noindex": lambda p: p.noindex,
         "canonical_elsewhere": lambda p: p.canonical is not None and p.canonical != p.path,
         "missing_meta_description": lambda p: p.description is None,
+        # designed to stay empty: the demo's other pages are clean
+        "title_too_short": lambda p: p.title is not None and len(p.title) < TITLE_CHARS[0],
+        "title_too_long": lambda p: p.title is not None and len(p.title) > TITLE_CHARS[1],
+        "meta_description_too_short": lambda p: (
+            p.description is not None and len(p.description) < META_DESC_CHARS[0]
+        ),
+        "meta_description_too_long": lambda p: (
+            p.description is not None and len(p.description) > META_DESC_CHARS[1]
+        ),
+        "duplicate_meta_description": lambda p: p.description is not None and descriptions[p.description] > 1,
     }
     return {code: frozenset(p.path for p in pages if rule(p)) for code, rule in rules.items()}
 

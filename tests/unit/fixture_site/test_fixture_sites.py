@@ -16,6 +16,7 @@ from protego import Protego
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 from infra.fixture_site import FixtureServer
+from infra.fixture_site._demo import DESIGNED_DEFECTS, META_DESC_CHARS, TITLE_CHARS
 from infra.fixture_site.sites import (
     BLOCKED_PREFIX,
     DEMO,
@@ -120,19 +121,32 @@ def crawl(client: httpx.Client, base: str) -> Crawl:
 def defects(pages: dict[str, HTMLParser], thin: int) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {code: set() for code in E.defects}
     titles: dict[str, list[str]] = {}
+    descriptions: dict[str, list[str]] = {}
     for path, tree in pages.items():
         title = tree.css_first("title")
         if title is None:
             found["missing_title"].add(path)
         else:
             titles.setdefault(title.text(), []).append(path)
+            if len(title.text()) < TITLE_CHARS[0]:
+                found["title_too_short"].add(path)
+            if len(title.text()) > TITLE_CHARS[1]:
+                found["title_too_long"].add(path)
         h1s = len(tree.css("h1"))
         if h1s == 0:
             found["missing_h1"].add(path)
         if h1s > 1:
             found["multiple_h1"].add(path)
-        if tree.css_first('meta[name="description"]') is None:
+        meta = tree.css_first('meta[name="description"]')
+        if meta is None:
             found["missing_meta_description"].add(path)
+        else:
+            description = str(meta.attributes["content"])
+            descriptions.setdefault(description, []).append(path)
+            if len(description) < META_DESC_CHARS[0]:
+                found["meta_description_too_short"].add(path)
+            if len(description) > META_DESC_CHARS[1]:
+                found["meta_description_too_long"].add(path)
         robots = tree.css_first('meta[name="robots"]')
         if robots is not None and "noindex" in str(robots.attributes.get("content")):
             found["noindex"].add(path)
@@ -143,6 +157,7 @@ def defects(pages: dict[str, HTMLParser], thin: int) -> dict[str, set[str]]:
         if len(tree.body.text(separator=" ").split()) < thin:
             found["thin_content"].add(path)
     found["duplicate_title"] = {p for paths in titles.values() if len(paths) > 1 for p in paths}
+    found["duplicate_meta_description"] = {p for ps in descriptions.values() if len(ps) > 1 for p in ps}
     return found
 
 
@@ -163,7 +178,8 @@ def test_expected_facts_have_the_designed_shape() -> None:
     assert len(E.orphans) == 5
     assert max(E.depth.values()) == 4
     assert E.disallowed and not E.disallowed & E.crawlable
-    assert all(paths for paths in E.defects.values()), E.defects
+    assert all(E.defects[code] for code in DESIGNED_DEFECTS), E.defects
+    assert not any(paths for code, paths in E.defects.items() if code not in DESIGNED_DEFECTS), E.defects
     assert len(E.defects["duplicate_title"]) == 2
     assert E.broken == {"/blog/old-post"}
     assert E.redirect_chains["/old-sale"] == ("/promo", "/shop/sale")
