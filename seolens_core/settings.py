@@ -64,6 +64,8 @@ class CrawlSettings(BaseModel):
     respect_nofollow: bool = True
     check_external_links: bool = True
     thin_content_words: int = Field(200, ge=0)
+    progress_poll_s: int = Field(10, ge=1, le=300)
+    robots_retry_base_s: float = Field(60.0, gt=0, le=3600)
     fetch: FetchSettings = FetchSettings()
     politeness: PolitenessSettings = PolitenessSettings()
     # Secrets: sent to the crawled site only, never logged or written to results.

@@ -6,6 +6,7 @@ thread-safe behind its server (see shared notes on local AWS emulation).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ def start_moto_server(port: int | None = None) -> EmbeddedMoto:
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
     chosen = port or _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=chosen, verbose=False)
     server.start()

@@ -55,6 +55,19 @@ class FrontierQueue:
             await asyncio.sleep(0.05 * 2**attempt)
         raise SendFailed(f"{len(entries)} frontier messages could not be sent")
 
+    async def peek(self, max_messages: int = 1000, visibility_s: int = 30) -> list[str]:
+        """Bodies of up to `max_messages` messages, left on the queue (they reappear after `visibility_s`)."""
+        bodies: list[str] = []
+        while len(bodies) < max_messages:
+            resp = await self._client.receive_message(
+                QueueUrl=self._url, MaxNumberOfMessages=10, VisibilityTimeout=visibility_s, WaitTimeSeconds=0
+            )
+            batch = resp.get("Messages", [])
+            if not batch:
+                break
+            bodies.extend(m["Body"] for m in batch)
+        return bodies
+
     async def approximate_counts(self) -> dict[str, int]:
         resp = await self._client.get_queue_attributes(
             QueueUrl=self._url,

@@ -30,6 +30,8 @@ class FrontierMessage:
     sitemap: bool = False
     lastmod: str | None = None
     meta: dict[str, str] = field(default_factory=dict)
+    check_only: bool = False
+    tries: int = 0
 
     def to_json(self) -> str:
         body: dict[str, Any] = {"v": 1, "crawl_id": self.crawl_id, "url": self.url, "key": self.key, "depth": self.depth}
@@ -41,6 +43,10 @@ class FrontierMessage:
             body["lastmod"] = self.lastmod
         if self.meta:
             body["meta"] = self.meta
+        if self.check_only:
+            body["check_only"] = True
+        if self.tries:
+            body["tries"] = self.tries
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -77,4 +83,6 @@ class FrontierMessage:
             sitemap=bool(data.get("sitemap", False)),
             lastmod=lastmod if isinstance(lastmod, str) else None,
             meta=dict(meta),
+            check_only=bool(data.get("check_only", False)),
+            tries=data["tries"] if isinstance(data.get("tries"), int) and data["tries"] >= 0 else 0,
         )

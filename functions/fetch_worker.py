@@ -1,0 +1,28 @@
+"""Fetch worker: SQS batch in, pages fetched politely, failed record ids out (partial batch response)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from functions._observability import logger, metrics, tracer
+from seolens_core.bootstrap import container
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    app = container()
+    batch = app.worker.batch(len(event.get("Records", [])))
+
+    async def record_handler(record: SQSRecord) -> str:
+        return await batch.handle(record.message_id, record.body)
+
+    processor = app.extras.setdefault("processor", AsyncBatchProcessor(event_type=EventType.SQS))
+    return async_process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,141 @@
+"""SQS event-source-mapping emulator: concurrent pollers invoke the worker with real SQS event payloads.
+
+moto's own SQS trigger runs one message at a time inside SendMessage and ignores ReportBatchItemFailures,
+so the local runtime does what the Lambda service does: receive up to BatchSize messages, invoke, delete the
+records that succeeded, and leave batch item failures to reappear after their visibility timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+log = logging.getLogger("seolens.local.esm")
+
+
+@dataclass
+class PollerStats:
+    batches: int = 0
+    records: int = 0
+    failed_records: int = 0
+    handler_errors: int = 0
+    in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+class EventSourceMapping:
+    """`workers` pollers on one queue, each an emulated Lambda execution environment (its own thread)."""
+
+    def __init__(
+        self,
+        *,
+        queue_url: str,
+        queue_arn: str,
+        invoke: Callable[[dict[str, Any]], Any],
+        endpoint_url: str | None,
+        region: str,
+        batch_size: int = 10,
+        workers: int = 4,
+        wait_time_s: int = 1,
+        on_thread_exit: Callable[[], None] | None = None,
+    ) -> None:
+        self._queue_url = queue_url
+        self._queue_arn = queue_arn
+        self._invoke = invoke
+        self._endpoint_url = endpoint_url
+        self._region = region
+        self._batch_size = batch_size
+        self._workers = workers
+        self._wait_time_s = wait_time_s
+        self._on_thread_exit = on_thread_exit
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.stats = PollerStats()
+
+    def start(self) -> None:
+        for i in range(self._workers):
+            thread = threading.Thread(target=self._run, name=f"esm-poller-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.1, deadline - time.monotonic()))
+
+    @property
+    def in_flight(self) -> int:
+        return self.stats.in_flight
+
+    def _run(self) -> None:
+        sqs = boto3.client("sqs", endpoint_url=self._endpoint_url, region_name=self._region)
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._poll_once(sqs)
+                except Exception:  # the emulated service keeps polling, as Lambda's would
+                    log.exception("poller error")
+                    time.sleep(0.5)
+        finally:
+            if self._on_thread_exit is not None:
+                self._on_thread_exit()
+
+    def _poll_once(self, sqs: Any) -> None:
+        resp = sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=self._batch_size,
+            WaitTimeSeconds=self._wait_time_s,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = resp.get("Messages", [])
+        if not messages:
+            return
+        with self.stats.lock:
+            self.stats.in_flight += len(messages)
+        try:
+            event = {"Records": [self._record(m) for m in messages]}
+            failed_ids: set[str]
+            try:
+                result = self._invoke(event)
+                failures = (result or {}).get("batchItemFailures", [])
+                failed_ids = {f["itemIdentifier"] for f in failures}
+            except Exception:
+                log.exception("fetch worker invocation failed; the whole batch returns after its visibility timeout")
+                with self.stats.lock:
+                    self.stats.handler_errors += 1
+                return
+            done = [m for m in messages if m["MessageId"] not in failed_ids]
+            for start in range(0, len(done), 10):
+                chunk = done[start : start + 10]
+                sqs.delete_message_batch(
+                    QueueUrl=self._queue_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+                )
+            with self.stats.lock:
+                self.stats.batches += 1
+                self.stats.records += len(messages)
+                self.stats.failed_records += len(failed_ids)
+        finally:
+            with self.stats.lock:
+                self.stats.in_flight -= len(messages)
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": message.get("MessageAttributes", {}),
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self._queue_arn,
+            "awsRegion": self._region,
+        }

@@ -1,0 +1,100 @@
+"""Runs the template's Lambda handlers in this process, as the Lambda service would call them."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.local.deploy import DeployedStack, FunctionConfig
+
+Handler = Callable[[Any, Any], Any]
+
+LOCAL_LAMBDA_ENV = {
+    # Powertools' async batch processor keeps one event loop per execution environment only when it believes
+    # it runs in Lambda; each emulated environment is a thread with its own loop (see seolens_core.bootstrap).
+    "LAMBDA_TASK_ROOT": os.getcwd(),
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_DEV": "false",
+}
+
+
+@dataclass
+class LambdaContext:
+    """The fields of the Lambda context object that handlers and Powertools read."""
+
+    function_name: str
+    memory_limit_in_mb: int
+    timeout_s: int
+    invoked_function_arn: str
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    function_version: str = "$LATEST"
+    log_group_name: str = "/aws/lambda/local"
+    log_stream_name: str = "local"
+    _deadline: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        self._deadline = time.monotonic() + self.timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class LambdaHost:
+    """Resolves a function (by logical id or ARN) to its handler and calls it with a fresh context."""
+
+    def __init__(self, stack: DeployedStack) -> None:
+        self._stack = stack
+        self._by_arn = {f.arn: f for f in stack.functions.values()}
+        self._handlers: dict[str, Handler] = {}
+        self._lock = threading.Lock()
+        self.invocations: dict[str, int] = {}
+        self.billed_ms: dict[str, float] = {}
+
+    def apply_environment(self, env: Mapping[str, str] | None = None) -> None:
+        """Export the deployed functions' environment (as moto resolved it) plus the local Lambda flags."""
+        merged: dict[str, str] = {}
+        for config in self._stack.functions.values():
+            merged.update(config.environment)
+        merged.update(LOCAL_LAMBDA_ENV)
+        merged.update(env or {})
+        os.environ.update(merged)
+
+    def function(self, name_or_arn: str) -> FunctionConfig:
+        config = self._stack.functions.get(name_or_arn) or self._by_arn.get(name_or_arn)
+        if config is None:
+            for candidate in self._stack.functions.values():
+                if name_or_arn in (candidate.name, candidate.arn.split(":")[-1]):
+                    return candidate
+            raise KeyError(f"no function {name_or_arn!r} in the deployed stack")
+        return config
+
+    def handler(self, config: FunctionConfig) -> Handler:
+        with self._lock:
+            cached = self._handlers.get(config.logical_id)
+            if cached is None:
+                module_name, _, attr = config.handler.rpartition(".")
+                module = importlib.import_module(module_name.replace("/", "."))
+                cached = getattr(module, attr)
+                self._handlers[config.logical_id] = cached
+            return cached
+
+    def invoke(self, name_or_arn: str, payload: Any) -> Any:
+        config = self.function(name_or_arn)
+        handler = self.handler(config)
+        context = LambdaContext(config.name, config.memory_mb, config.timeout_s, config.arn)
+        started = time.perf_counter()
+        try:
+            return handler(payload, context)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            with self._lock:
+                self.invocations[config.logical_id] = self.invocations.get(config.logical_id, 0) + 1
+                self.billed_ms[config.logical_id] = self.billed_ms.get(config.logical_id, 0.0) + elapsed

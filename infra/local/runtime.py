@@ -1,0 +1,194 @@
+"""The local runtime: the template's resources in an embedded moto server (or AWS_ENDPOINT_URL), the same
+handlers in-process, an SQS event-source emulator for the worker and the state machine run by a local executor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from infra.local.asl import AslExecutor, Execution
+from infra.local.deploy import DeployedStack, deploy_template
+from infra.local.esm import EventSourceMapping
+from infra.local.lambda_host import LambdaHost
+from infra.local.moto_server import REGION, EmbeddedMoto, start_moto_server
+from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
+from seolens_core.bootstrap import container, reset_container
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import NormalizedURL, normalize
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO_ROOT / "template.yaml"
+WORKER = "FetchWorkerFunction"
+log = logging.getLogger("seolens.local")
+
+
+class LocalCloud:
+    """Embedded AWS with the stack deployed from template.yaml; `endpoint_url` overrides the embedded server."""
+
+    def __init__(
+        self,
+        *,
+        endpoint_url: str | None = None,
+        template: Path = TEMPLATE,
+        stack_name: str = "seolens-local",
+        parameters: dict[str, str] | None = None,
+    ) -> None:
+        self._endpoint_override = endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
+        self._template = template
+        self._stack_name = stack_name
+        self._parameters = parameters
+        self.moto: EmbeddedMoto | None = None
+        self.stack: DeployedStack | None = None
+        self.host: LambdaHost | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        if self._endpoint_override:
+            return self._endpoint_override
+        assert self.moto is not None
+        return self.moto.endpoint_url
+
+    def start(self) -> LocalCloud:
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+        os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+        if not self._endpoint_override:
+            self.moto = start_moto_server()
+        os.environ["AWS_ENDPOINT_URL"] = self.endpoint_url
+        self.stack = deploy_template(self.endpoint_url, self._template, self._stack_name, self._parameters)
+        self._disable_moto_triggers()
+        self.host = LambdaHost(self.stack)
+        self.host.apply_environment()
+        return self
+
+    def _disable_moto_triggers(self) -> None:
+        """moto would run its own SQS trigger (through Docker) on every SendMessage; the emulator replaces it."""
+        assert self.stack is not None
+        client = boto3.client("lambda", endpoint_url=self.endpoint_url, region_name=self.stack.region)
+        for mapping in self.stack.event_source_mappings:
+            client.update_event_source_mapping(UUID=mapping.uuid, Enabled=False)
+
+    def stop(self) -> None:
+        reset_container()
+        if self.moto is not None:
+            self.moto.stop()
+            self.moto = None
+
+    def __enter__(self) -> LocalCloud:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@dataclass
+class CrawlRun:
+    crawl_id: str
+    execution: Execution
+    record: CrawlRecord
+    outputs: dict[str, Path] = field(default_factory=dict)
+    seconds: float = 0.0
+    worker_invocations: int = 0
+
+
+ProgressCallback = Callable[[CrawlRecord, EventSourceMapping], None]
+
+
+def site_of(settings: CrawlSettings) -> str:
+    first = normalize(settings.start_urls[0])
+    return first.origin if isinstance(first, NormalizedURL) else settings.start_urls[0]
+
+
+def run_crawl(
+    cloud: LocalCloud,
+    settings: CrawlSettings,
+    *,
+    workers: int = 4,
+    out_dir: Path | None = None,
+    on_progress: ProgressCallback | None = None,
+    progress_every_s: float = 0.5,
+    cancel: threading.Event | None = None,
+    crawl_id: str | None = None,
+) -> CrawlRun:
+    """Run one crawl to its end (drained, budget, cancelled or failed) and download its outputs."""
+    assert cloud.stack is not None and cloud.host is not None
+    stack, host = cloud.stack, cloud.host
+    app = container()
+    crawl_id = crawl_id or uuid.uuid4().hex[:16]
+    started = time.monotonic()
+    app.run(app.crawls.create(crawl_id, settings, site_of(settings), time.time()))
+    mapping = next(m for m in stack.event_source_mappings if m.function_logical_id == WORKER)
+    esm = EventSourceMapping(
+        queue_url=stack.queue_urls[mapping.queue_logical_id],
+        queue_arn=stack.queue_arns[mapping.queue_logical_id],
+        invoke=lambda event: host.invoke(WORKER, event),
+        endpoint_url=cloud.endpoint_url,
+        region=stack.region,
+        batch_size=mapping.batch_size,
+        workers=workers,
+        on_thread_exit=reset_container,
+    )
+    executor = AslExecutor(
+        stack.state_machine_definition,
+        invoke=host.invoke,
+        state_machine_name=cloud._stack_name,
+        enforce_task_timeouts=False,  # one emulated environment (thread) runs every task, as in one container
+    )
+    cancel = cancel or threading.Event()
+    result: dict[str, Execution] = {}
+
+    def _execute() -> None:
+        try:
+            result["execution"] = executor.run({"crawl_id": crawl_id}, cancel=cancel, name=crawl_id)
+        finally:
+            reset_container()
+
+    esm.start()
+    runner = threading.Thread(target=_execute, name="state-machine", daemon=True)
+    runner.start()
+    cancelled_sent = False
+    try:
+        while runner.is_alive():
+            runner.join(progress_every_s)
+            if on_progress is not None:
+                on_progress(app.run(app.crawls.get(crawl_id)), esm)
+    except KeyboardInterrupt:
+        if not cancelled_sent:
+            app.run(app.crawls.set_status(crawl_id, CrawlStatus.CANCELLED, now=time.time()))
+            cancelled_sent = True
+        runner.join()
+    finally:
+        esm.stop()
+    execution = result["execution"]
+    record = app.run(app.crawls.get(crawl_id))
+    run = CrawlRun(crawl_id, execution, record, seconds=time.monotonic() - started)
+    run.worker_invocations = host.invocations.get(WORKER, 0)
+    if out_dir is not None:
+        run.outputs = download_outputs(crawl_id, out_dir)
+    return run
+
+
+def download_outputs(crawl_id: str, out_dir: Path) -> dict[str, Path]:
+    app = container()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for key in app.run(app.results.report_keys(crawl_id)):
+        name = key.rsplit("/", 1)[-1]
+        target = out_dir / name
+        target.write_bytes(app.run(app.results.get_file(key)))
+        paths[name] = target
+    return paths
+
+
+def crawl_state(run: CrawlRun) -> dict[str, Any]:
+    return {"status": run.record.status.value, "execution": run.execution.status, "counters": run.record.counters}

@@ -1,0 +1,124 @@
+"""Composition root: one Container per Lambda execution environment (per thread in the local runtime).
+
+It owns the event loop, the aiobotocore clients and the long-lived services, built lazily on first use and
+reused across invocations (clients are never built per invocation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from functools import cached_property
+from typing import Any, TypeVar
+
+from seolens_core.adapters._aws import AwsClients, Resources
+from seolens_core.adapters.crawls import CrawlStore
+from seolens_core.adapters.frontier_queue import FrontierQueue
+from seolens_core.adapters.results import ResultsStore
+from seolens_core.adapters.urls import UrlStore
+from seolens_core.crawl._pacing import PacingGate
+from seolens_core.crawl._robots_gate import RobotsGate
+from seolens_core.crawl._progress import ProgressChecker, ProgressServices
+from seolens_core.crawl._report import Reporter, ReportServices
+from seolens_core.crawl._seed import SeedServices, Seeder
+from seolens_core.crawl._worker import PageWorker, WorkerServices
+
+T = TypeVar("T")
+
+
+class Container:
+    def __init__(self, resources: Resources | None = None) -> None:
+        self.resources = resources or Resources.from_env()
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self._clients: AwsClients | None = None
+        self.extras: dict[str, Any] = {}
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on this container's loop (the sync Lambda entry points use this)."""
+        return self.loop.run_until_complete(coro)
+
+    @property
+    def clients(self) -> AwsClients:
+        if self._clients is None:
+            self._clients = self.run(AwsClients().open())
+        return self._clients
+
+    @cached_property
+    def crawls(self) -> CrawlStore:
+        return CrawlStore(self.clients.dynamodb, self.resources.crawls_table)
+
+    @cached_property
+    def urls(self) -> UrlStore:
+        return UrlStore(self.clients.dynamodb, self.resources.urls_table)
+
+    @cached_property
+    def queue(self) -> FrontierQueue:
+        return FrontierQueue(self.clients.sqs, self.resources.frontier_queue_url)
+
+    @cached_property
+    def dead_letters(self) -> FrontierQueue:
+        return FrontierQueue(self.clients.sqs, self.resources.dead_letter_queue_url)
+
+    @cached_property
+    def results(self) -> ResultsStore:
+        return ResultsStore(self.clients.s3, self.resources.results_bucket)
+
+    @cached_property
+    def robots(self) -> RobotsGate:
+        return RobotsGate(self.clients.dynamodb, self.resources.hosts_table)
+
+    @cached_property
+    def pacing(self) -> PacingGate:
+        return PacingGate(self.clients.dynamodb, self.resources.hosts_table)
+
+    @cached_property
+    def worker(self) -> PageWorker:
+        return PageWorker(
+            WorkerServices(
+                crawls=self.crawls,
+                urls=self.urls,
+                queue=self.queue,
+                results=self.results,
+                robots=self.robots,
+                pacing=self.pacing,
+            )
+        )
+
+    @cached_property
+    def seeder(self) -> Seeder:
+        return Seeder(SeedServices(self.crawls, self.urls, self.queue, self.results, self.robots, self.pacing))
+
+    @cached_property
+    def progress(self) -> ProgressChecker:
+        return ProgressChecker(ProgressServices(self.crawls, self.urls, self.robots))
+
+    @cached_property
+    def reporter(self) -> Reporter:
+        return Reporter(ReportServices(self.crawls, self.urls, self.results, self.dead_letters, self.pacing))
+
+    def close(self) -> None:
+        if self._clients is not None:
+            self.run(self._clients.close())
+        self.loop.close()
+
+
+_local = threading.local()
+
+
+def container() -> Container:
+    """This execution environment's container (Lambda runs one thread; the local runtime one per poller)."""
+    current: Container | None = getattr(_local, "container", None)
+    if current is None:
+        current = Container()
+        _local.container = current
+    return current
+
+
+def reset_container() -> None:
+    """Drop this thread's container (tests and the local runtime between crawls)."""
+    current: Container | None = getattr(_local, "container", None)
+    if current is not None:
+        current.close()
+        _local.container = None

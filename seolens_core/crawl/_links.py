@@ -1,0 +1,176 @@
+"""Link planning (pure): which discovered links become edges, which are enqueued, which are pruned.
+
+Every href goes through the one normalizer; internal links within the depth limit that pass the trap guards
+are enqueued; nofollow, too-deep and external links are recorded as edges only (externals are status-checked
+with a `check_only` message, never expanded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from seolens_core.fetch import AddressPolicy
+from seolens_core.frontier import FrontierMessage
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import (
+    CrawlBoundary,
+    NormalizeConfig,
+    NormalizedURL,
+    TrapConfig,
+    check_traps,
+    normalize,
+    url_key_hex,
+)
+
+
+@dataclass(frozen=True)
+class CrawlScope:
+    """The crawl's boundary and URL rules, built once per crawl from its settings."""
+
+    boundary: CrawlBoundary
+    normalize_config: NormalizeConfig
+    trap_config: TrapConfig
+    address_policy: AddressPolicy
+    start_urls: tuple[NormalizedURL, ...]
+
+    @classmethod
+    def from_settings(cls, settings: CrawlSettings) -> CrawlScope:
+        config = NormalizeConfig(ignore_sorting_facets=settings.ignore_sorting_facets)
+        starts = tuple(u for u in (normalize(s, None, config) for s in settings.start_urls) if isinstance(u, NormalizedURL))
+        trusted = [u.host_port for u in starts] + [u.host for u in starts if u.port is None] + list(settings.allow_hosts)
+        return cls(
+            boundary=CrawlBoundary([u.host_port for u in starts], settings.include_subdomains),
+            normalize_config=config,
+            trap_config=TrapConfig(max_query_params=settings.max_query_params),
+            address_policy=AddressPolicy.for_hosts(trusted),
+            start_urls=starts,
+        )
+
+    def normalize(self, href: str, base: str | NormalizedURL | None = None) -> NormalizedURL | None:
+        result = normalize(href, base, self.normalize_config)
+        return result if isinstance(result, NormalizedURL) else None
+
+
+@dataclass
+class LinkPlan:
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    enqueue: list[FrontierMessage] = field(default_factory=list)
+    enqueue_hosts: list[str] = field(default_factory=list)
+    pruned_rows: list[dict[str, Any]] = field(default_factory=list)
+    rejected: int = 0
+
+    def add(self, msg: FrontierMessage, origin: str) -> None:
+        self.enqueue.append(msg)
+        self.enqueue_hosts.append(origin)
+
+
+@dataclass(frozen=True, slots=True)
+class RawHref:
+    href: str
+    anchor: str = ""
+    nofollow: bool = False
+
+
+def plan_links(
+    msg: FrontierMessage,
+    page: NormalizedURL,
+    links: Iterable[RawHref],
+    scope: CrawlScope,
+    settings: CrawlSettings,
+    *,
+    base: NormalizedURL | None = None,
+    page_nofollow: bool = False,
+) -> LinkPlan:
+    """Edges for every http(s) link of the page, and the frontier messages this page may claim."""
+    plan = LinkPlan()
+    seen: set[str] = set()
+    depth = msg.depth + 1
+    for link in links:
+        target = scope.normalize(link.href, base or page)
+        if target is None:
+            plan.rejected += 1
+            continue
+        internal = scope.boundary.is_internal(target.host_port)
+        nofollow = link.nofollow or page_nofollow
+        plan.edges.append(
+            {
+                "crawl_id": msg.crawl_id,
+                "source": page.url,
+                "target": target.url,
+                "internal": internal,
+                "nofollow": nofollow,
+                "anchor": link.anchor[:200],
+                "depth": depth,
+            }
+        )
+        if target.url in seen:
+            continue
+        seen.add(target.url)
+        if msg.check_only or depth > settings.max_depth:
+            continue
+        if nofollow and settings.respect_nofollow and internal:
+            continue
+        if internal:
+            verdict = check_traps(target, scope.trap_config)
+            if verdict is not None:
+                plan.pruned_rows.append(
+                    {
+                        "crawl_id": msg.crawl_id,
+                        "url": target.url,
+                        "status": None,
+                        "depth": depth,
+                        "outcome": "pruned",
+                        "alerts": [verdict.code],
+                        "alert_detail": verdict.detail,
+                        "found_on": page.url,
+                    }
+                )
+                continue
+            plan.add(_message(msg, target, depth, check_only=False), target.origin)
+        elif settings.check_external_links:
+            plan.add(_message(msg, target, depth, check_only=True), target.origin)
+    return plan
+
+
+def plan_redirect(
+    msg: FrontierMessage, page: NormalizedURL, location: str, scope: CrawlScope, settings: CrawlSettings
+) -> LinkPlan:
+    """A redirect target is a new URL at the same depth (a redirect is not a click); it is never followed inline."""
+    plan = LinkPlan()
+    target = scope.normalize(location, page)
+    if target is None:
+        plan.rejected += 1
+        return plan
+    internal = scope.boundary.is_internal(target.host_port)
+    plan.edges.append(
+        {
+            "crawl_id": msg.crawl_id,
+            "source": page.url,
+            "target": target.url,
+            "internal": internal,
+            "nofollow": False,
+            "anchor": "",
+            "depth": msg.depth,
+            "redirect": True,
+        }
+    )
+    if msg.check_only:
+        return plan
+    if internal:
+        plan.add(_message(msg, target, msg.depth, check_only=False), target.origin)
+    elif settings.check_external_links:
+        plan.add(_message(msg, target, msg.depth, check_only=True), target.origin)
+    return plan
+
+
+def _message(parent: FrontierMessage, target: NormalizedURL, depth: int, *, check_only: bool) -> FrontierMessage:
+    return FrontierMessage(
+        crawl_id=parent.crawl_id,
+        url=target.url,
+        key=url_key_hex(target.url),
+        depth=depth,
+        parent=parent.key,
+        check_only=check_only,
+    )

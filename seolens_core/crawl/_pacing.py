@@ -1,0 +1,98 @@
+"""PacingGate: the worker's view of per-host politeness, on top of the shared HostPacingStore."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from seolens_core.adapters.host_pacing import HostPacingStore
+from seolens_core.crawl._ports import Ticket, Wait
+from seolens_core.fetch import FetchResult
+from seolens_core.fetch._client import FetchErrorKind
+from seolens_core.politeness import AimdSettings, Deferred, Observation, acquire
+from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+LEASE_MARGIN_S = 30.0
+
+
+def aimd_settings(p: PolitenessSettings) -> AimdSettings:
+    return AimdSettings(
+        window=p.window,
+        error_threshold=p.error_threshold,
+        latency_factor=p.latency_factor,
+        healthy_p95_ms=p.healthy_p95_ms,
+        max_delay_ms=p.max_delay_ms,
+        recovery_step_ms=p.recovery_step_ms,
+        initial_delay_ms=p.initial_delay_ms,
+        initial_concurrency=p.initial_concurrency,
+        max_concurrency=p.max_concurrency,
+        enabled=p.aimd,
+        retry_after_cap_s=p.retry_after_cap_s,
+    )
+
+
+class PacingGate:
+    """Reserves a slot before each fetch and reports the outcome after it (one store per AIMD setting set)."""
+
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
+        self._client = client
+        self._table = table
+        self._clock = clock
+        self._sleep = sleep
+        self._stores: dict[AimdSettings, HostPacingStore] = {}
+        self._floors: dict[str, int] = {}
+        self._leases: dict[str, HostPacingStore] = {}
+
+    def store(self, settings: CrawlSettings) -> HostPacingStore:
+        aimd = aimd_settings(settings.politeness)
+        store = self._stores.get(aimd)
+        if store is None:
+            store = HostPacingStore(self._client, self._table, settings=aimd, clock=self._clock, sleep=self._sleep)
+            self._stores[aimd] = store
+        return store
+
+    async def acquire(self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float) -> Ticket | Wait:
+        store = self.store(settings)
+        floor_ms = int(round((floor_s or 0.0) * 1000))
+        if self._floors.get(origin) != floor_ms:
+            await store.set_floor(origin, floor_ms)
+            self._floors[origin] = floor_ms
+        lease_id = uuid.uuid4().hex
+        reservation = await acquire(
+            store,
+            origin,
+            lease_id,
+            lease_ttl_s=settings.fetch.total_timeout_s + LEASE_MARGIN_S,
+            max_local_wait_s=settings.politeness.max_local_wait_s,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
+        if isinstance(reservation, Deferred):
+            return Wait(until=reservation.until, reason=reservation.reason.value)
+        self._leases[lease_id] = store
+        return Ticket(origin=origin, lease_id=lease_id, start_at=reservation.start_at)
+
+    async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
+        store = self._leases.pop(ticket.lease_id)
+        observation: Observation | None
+        if result.error is not None and result.error.kind is FetchErrorKind.SSRF_BLOCKED:
+            observation = None  # nothing reached the host
+        else:
+            observation = Observation(
+                status=result.status,
+                ttfb_ms=result.ttfb_ms,
+                network_error=result.error is not None,
+                retry_after=result.headers.get("retry-after"),
+                waf=waf,
+            )
+        await store.release(ticket.origin, ticket.lease_id, observation)

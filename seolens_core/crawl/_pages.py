@@ -1,0 +1,113 @@
+"""Result rows (pure): one dict per URL for pages.jsonl, from the fetch result and the extracted facts."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from seolens_core.audit import AuditSettings, FetchFacts, audit_page, detect_waf
+from seolens_core.crawl._links import CrawlScope, LinkPlan, RawHref, plan_links
+from seolens_core.fetch import FetchResult
+from seolens_core.frontier import FrontierMessage
+from seolens_core.html import PageFacts, extract_page
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import NormalizedURL
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+def _base(msg: FrontierMessage, now: float) -> dict[str, Any]:
+    return {
+        "crawl_id": msg.crawl_id,
+        "url": msg.url,
+        "depth": msg.depth,
+        "crawl_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "external": msg.check_only,
+        "lastmod": msg.lastmod,
+        "meta": msg.meta or None,
+    }
+
+
+def skipped_row(msg: FrontierMessage, outcome: str, alert: str, detail: str) -> dict[str, Any]:
+    """A URL that was not fetched (robots, SSRF guard, refused Crawl-delay): still a row, never silently dropped."""
+    row = _base(msg, time.time())
+    row.update({"status": None, "outcome": outcome, "alerts": [alert], "alert_detail": detail})
+    if outcome == "disallowed":
+        row["robots_disallowed"] = True
+    return row
+
+
+def error_row(msg: FrontierMessage, result: FetchResult) -> dict[str, Any]:
+    row = _base(msg, time.time())
+    error = result.error
+    code = "ALERT_SSRF_BLOCKED" if error is not None and error.kind.value == "ssrf_blocked" else "ALERT_FETCH_ERROR"
+    row.update(
+        {
+            "status": None,
+            "outcome": "error",
+            "error": f"{error.kind.value}: {error.detail}" if error is not None else "no response",
+            "alerts": [code],
+            "download_ms": round(result.total_ms, 1),
+        }
+    )
+    return row
+
+
+def page_row(
+    msg: FrontierMessage, url: NormalizedURL, result: FetchResult, scope: CrawlScope, settings: CrawlSettings
+) -> tuple[dict[str, Any], LinkPlan | None]:
+    """The row for a fetched URL and, for an internal HTML page, the plan for its links."""
+    row = _base(msg, time.time())
+    content_type = result.content_type
+    row.update(
+        {
+            "status": result.status,
+            "outcome": "fetched",
+            "ttfb_ms": round(result.ttfb_ms, 1) if result.ttfb_ms is not None else None,
+            "download_ms": round(result.total_ms, 1),
+            "size": len(result.body),
+            "truncated": result.truncated,
+            "content_type": content_type,
+            "http_version": result.http_version,
+            "redirect_to": None,
+            "internal": not msg.check_only,
+        }
+    )
+    if result.location is not None:
+        target = scope.normalize(result.location, url)
+        row["redirect_to"] = target.url if target is not None else result.location[:2048]
+    waf = detect_waf(result.body, result.headers, status=result.status)
+    row["waf_provider"] = waf.provider if waf is not None else None
+    is_html = bool(content_type) and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
+    row["is_html"] = is_html
+    facts = PageFacts(url=url.url, is_html=False)
+    plan = None
+    canonical: str | None = None
+    if is_html and result.body and not msg.check_only:
+        facts = extract_page(result.body, url=url.url, content_type=content_type, headers=result.headers)
+        row.update(facts.to_row())
+        row["url"] = msg.url
+        row["noindex"] = facts.noindex
+        if facts.canonical:
+            resolved = scope.normalize(facts.canonical, url)
+            canonical = resolved.url if resolved is not None else None
+            row["canonical"] = canonical or facts.canonical
+        if waf is None and 200 <= (result.status or 0) < 300:
+            base = scope.normalize(facts.base_href, url) if facts.base_href else None
+            links = [RawHref(link.href, link.text, link.nofollow) for link in facts.links]
+            plan = plan_links(msg, url, links, scope, settings, base=base, page_nofollow=facts.nofollow)
+            row["links_internal"] = sum(1 for e in plan.edges if e["internal"])
+            row["links_external"] = sum(1 for e in plan.edges if not e["internal"])
+    fetch = FetchFacts(
+        status=result.status, final_url=url.url, ttfb_ms=result.ttfb_ms, size=len(result.body), content_type=content_type
+    )
+    audit = _audit_settings(settings.thin_content_words)
+    findings = audit_page(facts, fetch, audit, waf=waf, canonical_url=canonical)
+    row["alerts"] = sorted({f.code for f in findings})
+    return row, plan
+
+
+@functools.lru_cache(maxsize=32)
+def _audit_settings(thin_content_words: int) -> AuditSettings:
+    return AuditSettings(thin_content_words=thin_content_words)

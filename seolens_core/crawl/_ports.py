@@ -1,0 +1,54 @@
+"""The ports the page worker needs for robots and pacing; adapters implement them, tests fake them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from seolens_core.fetch import Fetcher, FetchResult
+from seolens_core.settings import CrawlSettings
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsAnswer:
+    """May this URL be fetched now? `wait_until` set = the host is suspended or its robots.txt is being fetched."""
+
+    allowed: bool
+    wait_until: float | None = None
+    crawl_delay_s: float | None = None
+    reason: str = ""
+    finding: str | None = None
+    applied_agent: str | None = None
+
+
+class RobotsPort(Protocol):
+    async def check(
+        self, origin: str, path_query: str, settings: CrawlSettings, fetcher: Fetcher, now: float
+    ) -> RobotsAnswer: ...
+
+    async def sitemaps(self, origin: str, settings: CrawlSettings, fetcher: Fetcher, now: float) -> list[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """A granted fetch slot on a host: start not before `start_at`, then release with the outcome."""
+
+    origin: str
+    lease_id: str
+    start_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """No slot now; come back at `until` (a re-send with that delay)."""
+
+    until: float
+    reason: str
+
+
+class PacingPort(Protocol):
+    async def acquire(
+        self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float
+    ) -> Ticket | Wait: ...
+
+    async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None: ...

@@ -1,0 +1,66 @@
+"""Progress check for the monitor loop: exact drain detection, budgets, pause and cancel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from seolens_core.adapters.crawls import CrawlStatus, CrawlStore
+from seolens_core.adapters.urls import UrlStore
+from seolens_core.crawl._robots_gate import RobotsGate
+
+SUSPENDED_FAILURES_TO_GIVE_UP = 3
+
+
+@dataclass
+class ProgressServices:
+    crawls: CrawlStore
+    urls: UrlStore
+    robots: RobotsGate
+    clock: Callable[[], float] = time.time
+
+
+class ProgressChecker:
+    """Drained means: no URL of the crawl is queued, in flight, delayed or suspended (the sparse `pending`
+    index is empty), or every one left sits behind a host whose robots.txt stayed unreachable
+    (those are reported as pending, never as lost)."""
+
+    def __init__(self, services: ProgressServices) -> None:
+        self.s = services
+
+    async def check(self, crawl_id: str) -> dict[str, Any]:
+        s = self.s
+        record = await s.crawls.get(crawl_id)
+        now = s.clock()
+        settings = record.settings
+        poll = settings.progress_poll_s
+        out: dict[str, Any] = {"crawl_id": crawl_id, "wait_seconds": poll, "counters": record.counters}
+        if record.status is CrawlStatus.CANCELLED:
+            return {**out, "state": "CANCELLED"}
+        if record.status is CrawlStatus.PAUSED:
+            return {**out, "state": "PAUSED"}
+        fetched = record.counters.get("n_fetched", 0)
+        over_pages = settings.max_pages is not None and fetched >= settings.max_pages
+        over_time = settings.max_seconds is not None and now - record.started_epoch >= settings.max_seconds
+        if over_pages or over_time:
+            await s.crawls.set_status(
+                crawl_id, CrawlStatus.FINISHING, allowed_from=(CrawlStatus.RUNNING, CrawlStatus.QUEUED)
+            )
+            return {**out, "state": "BUDGET_REACHED", "budget": "pages" if over_pages else "time"}
+        pending, more = await s.urls.pending(crawl_id, limit=200)
+        if not pending:
+            return {**out, "state": "DRAINED", "pending": 0}
+        if not more and await self._all_given_up(list({p.host for p in pending if p.host}), now):
+            return {**out, "state": "DRAINED", "pending": len(pending), "pending_hosts_suspended": True}
+        return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
+
+    async def _all_given_up(self, hosts: list[str], now: float) -> bool:
+        for host in hosts:
+            decision = await self.s.robots.stored_decision(host)
+            if decision is None or not decision.suspended:
+                return False
+            if decision.state.consecutive_failures < SUSPENDED_FAILURES_TO_GIVE_UP:
+                return False
+        return True

@@ -1,0 +1,205 @@
+"""Post-crawl analysis and the outputs people open: pages.jsonl, links.jsonl, findings.csv, report.json.
+
+Inlinks are counted from the link parts; a sitemap URL with none from crawled HTML pages is an orphan.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from seolens_core.adapters._metering import GLOBAL_METER
+from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
+from seolens_core.adapters.frontier_queue import FrontierQueue
+from seolens_core.adapters.results import ResultsStore
+from seolens_core.adapters.urls import UrlStore
+from seolens_core.audit import LinkRow, PageRow, site_findings
+from seolens_core.crawl._findings import describe
+from seolens_core.crawl._pacing import PacingGate
+from seolens_core.frontier import FrontierMessage
+
+OUTPUTS = ("pages.jsonl", "links.jsonl", "findings.csv", "report.json")
+_OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
+
+
+@dataclass
+class ReportServices:
+    crawls: CrawlStore
+    urls: UrlStore
+    results: ResultsStore
+    dead_letters: FrontierQueue | None
+    pacing: PacingGate | None = None
+    clock: Callable[[], float] = time.time
+    extra_outputs: list[Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], dict[str, bytes]]] = field(
+        default_factory=list
+    )
+
+
+class Reporter:
+    def __init__(self, services: ReportServices) -> None:
+        self.s = services
+
+    async def run(self, crawl_id: str, action: str, error: Any = None) -> dict[str, Any]:
+        s = self.s
+        record = await s.crawls.get(crawl_id)
+        if action == "orphans":
+            return {"crawl_id": crawl_id, "ok": True}
+        final_status = {
+            "fail": CrawlStatus.FAILED,
+            "report": CrawlStatus.CANCELLED if record.status is CrawlStatus.CANCELLED else CrawlStatus.COMPLETED,
+        }.get(action, CrawlStatus.COMPLETED)
+        report = await self.build(record, error=error)
+        report["status"] = final_status.value
+        files = self.render(report)
+        keys = {}
+        for name, (body, ctype) in files.items():
+            keys[name] = await s.results.put_file(crawl_id, name, body, ctype)
+        if not record.status.terminal or record.status is not final_status:
+            await s.crawls.set_status(
+                crawl_id, final_status, now=s.clock(), error=_error_text(error) if action == "fail" else None
+            )
+        return {"crawl_id": crawl_id, "ok": action != "fail", "status": final_status.value, "outputs": keys}
+
+    async def build(self, record: CrawlRecord, error: Any = None) -> dict[str, Any]:
+        s = self.s
+        crawl_id = record.crawl_id
+        pages: dict[str, dict[str, Any]] = {}
+        async for row in s.results.rows(crawl_id, "pages"):
+            current = pages.get(row["url"])
+            if current is None or _OUTCOME_RANK.get(row.get("outcome", ""), 0) > _OUTCOME_RANK.get(
+                current.get("outcome", ""), 0
+            ):
+                pages[row["url"]] = row
+        links: list[dict[str, Any]] = [row async for row in s.results.rows(crawl_id, "links")]
+        sitemap: dict[str, dict[str, Any]] = {}
+        async for row in s.results.rows(crawl_id, "sitemap"):
+            sitemap.setdefault(row["url"], row)
+        seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
+        pending, more_pending = await s.urls.pending(crawl_id, limit=100_000)
+        for p in pending:
+            pages.setdefault(
+                p.url,
+                {"url": p.url, "status": None, "depth": p.depth, "outcome": "pending", "alerts": ["ALERT_URL_PENDING"]},
+            )
+        dead = await self._dead_letters(crawl_id)
+        for msg in dead:
+            pages[msg.url] = {
+                "url": msg.url,
+                "status": None,
+                "depth": msg.depth,
+                "outcome": "dead_letter",
+                "alerts": ["ALERT_DEAD_LETTER"],
+            }
+        inlinks: Counter[str] = Counter()
+        fetched_html = {u for u, r in pages.items() if r.get("outcome") == "fetched" and r.get("status") == 200}
+        for link in links:
+            if link.get("internal") and link["source"] != link["target"] and link["source"] in fetched_html:
+                inlinks[link["target"]] += 1
+        for url, row in pages.items():
+            row["is_sitemap_url"] = url in sitemap
+            row["inlinks"] = inlinks.get(url, 0)
+            if url in sitemap and row.get("lastmod") is None:
+                row["lastmod"] = sitemap[url].get("lastmod")
+        rows = sorted(pages.values(), key=lambda r: (r.get("depth", 0), r["url"]))
+        findings = _page_findings(rows)
+        site = site_findings(
+            (PageRow.from_mapping(r) for r in rows),
+            (LinkRow.from_mapping(link) for link in links),
+            sitemap_urls=set(sitemap),
+            inlinks=inlinks,
+        )
+        for finding in site:
+            findings.append(finding.to_row())
+            row = pages.get(finding.url)
+            if row is not None and finding.code not in row.setdefault("alerts", []):
+                row["alerts"].append(finding.code)
+        findings.extend(seed_findings)
+        report = {
+            "crawl_id": crawl_id,
+            "site": record.site,
+            "settings": record.settings.public_view(),
+            "created_at": record.created_at,
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.clock())),
+            "duration_s": round(s.clock() - record.started_epoch, 1),
+            "summary": {
+                "urls": len(rows),
+                "fetched": sum(1 for r in rows if r.get("outcome") == "fetched"),
+                "by_outcome": dict(Counter(r.get("outcome", "?") for r in rows)),
+                "by_status": {str(k): v for k, v in Counter(r.get("status") for r in rows).items()},
+                "by_depth": {str(k): v for k, v in sorted(Counter(r.get("depth", 0) for r in rows).items())},
+                "links": len(links),
+                "sitemap_urls": len(sitemap),
+                "pending": len(pending),
+                "pending_truncated": more_pending,
+                "dead_letters": len(dead),
+            },
+            "counters": record.counters,
+            "findings_by_code": dict(sorted(Counter(f["code"] for f in findings).items())),
+            "aws_calls": GLOBAL_METER.snapshot(),
+            "error": _error_text(error),
+        }
+        report["_pages"] = rows
+        report["_links"] = links
+        report["_findings"] = findings
+        return report
+
+    def render(self, report: dict[str, Any]) -> dict[str, tuple[bytes, str]]:
+        rows = report.pop("_pages")
+        links = report.pop("_links")
+        findings = report.pop("_findings")
+        pages_body = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
+        links_body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in links)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore")
+        writer.writeheader()
+        for f in findings:
+            writer.writerow(f)
+        files = {
+            "pages.jsonl": (pages_body.encode(), "application/x-ndjson"),
+            "links.jsonl": (links_body.encode(), "application/x-ndjson"),
+            "findings.csv": (buf.getvalue().encode(), "text/csv"),
+            "report.json": (json.dumps(report, indent=2, default=str).encode(), "application/json"),
+        }
+        for extra in self.s.extra_outputs:
+            for name, body in extra(report, rows, findings).items():
+                files[name] = (body, "text/html" if name.endswith(".html") else "application/octet-stream")
+        return files
+
+    async def _dead_letters(self, crawl_id: str) -> list[FrontierMessage]:
+        """Peek at the dead-letter queue for this crawl's URLs (left in place for the redrive command)."""
+        dlq = self.s.dead_letters
+        if dlq is None:
+            return []
+        found: dict[str, FrontierMessage] = {}
+        for message in await dlq.peek(max_messages=1000):
+            try:
+                msg = FrontierMessage.from_json(message)
+            except ValueError:
+                continue
+            if msg.crawl_id == crawl_id:
+                found[msg.key] = msg
+        return list(found.values())
+
+
+def _page_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        for code in row.get("alerts") or []:
+            severity, title = describe(code)
+            detail = row.get("alert_detail") or title
+            out.append({"code": code, "severity": severity, "url": row["url"], "detail": detail})
+    return out
+
+
+def _error_text(error: Any) -> str | None:
+    if error is None:
+        return None
+    if isinstance(error, dict):
+        return f"{error.get('Error', 'Error')}: {str(error.get('Cause', ''))[:1000]}"
+    return str(error)[:1000]

@@ -1,0 +1,271 @@
+"""RobotsGate: no page of a host is fetched before its robots decision exists.
+
+The decision lives in HostsTable (`host`, kind `ROBOTS`), shared by every worker and every crawl; one worker
+at a time refreshes it under a short lease. Each container keeps parsed rules for a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from seolens_core.crawl._ports import RobotsAnswer
+from seolens_core.fetch import Fetcher
+from seolens_core.fetch._client import FetchErrorKind
+from seolens_core.robots import (
+    FetchKind,
+    NetworkErrorClass,
+    PageAction,
+    DecisionReason,
+    RobotsDecision,
+    RobotsFetchOutcome,
+    RobotsMode,
+    RobotsRules,
+    RobotsSettings,
+    RobotsState,
+    crawl_delay_policy,
+    rules_for,
+    decide_robots,
+    decision_for,
+)
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import NormalizedURL, normalize
+
+KIND = "ROBOTS"
+LOCAL_CACHE_S = 10.0
+LEASE_S = 60.0
+BUSY_RETRY_S = 2.0
+TTL_S = 31 * 24 * 3600
+_NET = {
+    FetchErrorKind.DNS: NetworkErrorClass.DNS,
+    FetchErrorKind.CONNECT: NetworkErrorClass.CONNECT,
+    FetchErrorKind.RESET: NetworkErrorClass.RESET,
+    FetchErrorKind.TIMEOUT: NetworkErrorClass.TIMEOUT,
+    FetchErrorKind.TLS: NetworkErrorClass.TLS,
+}
+
+
+def decision_to_json(decision: RobotsDecision) -> str:
+    data = asdict(decision)
+    data["mode"] = decision.mode.value
+    data["reason"] = decision.reason.value
+    return json.dumps(data, separators=(",", ":"))
+
+
+def decision_from_json(raw: str) -> RobotsDecision:
+    data = json.loads(raw)
+    return RobotsDecision(
+        mode=RobotsMode(data["mode"]),
+        rules_text=data["rules_text"],
+        valid_until=float(data["valid_until"]),
+        retry_at=data["retry_at"],
+        suspended=bool(data["suspended"]),
+        reason=DecisionReason(data["reason"]),
+        state=RobotsState(**data["state"]),
+    )
+
+
+@dataclass
+class _Entry:
+    decision: RobotsDecision | None
+    rules: RobotsRules | None
+    agents: tuple[str, ...]
+    loaded_at: float
+
+
+class RobotsGate:
+    def __init__(self, client: Any, table: str, settings: RobotsSettings | None = None) -> None:
+        self._client = client
+        self._table = table
+        self._settings = settings or RobotsSettings()
+        self._cache: dict[str, _Entry] = {}
+        self._per_crawl: dict[tuple[float, bool, float], RobotsSettings] = {}
+        self.fetches = 0
+
+    def _robots_settings(self, crawl: CrawlSettings) -> RobotsSettings:
+        p = crawl.politeness
+        key = (p.max_crawl_delay_s, p.force_crawl_delay_cap, crawl.robots_retry_base_s)
+        cached = self._per_crawl.get(key)
+        if cached is None:
+            cached = replace(
+                self._settings,
+                max_crawl_delay_s=p.max_crawl_delay_s,
+                force_crawl_delay_cap=p.force_crawl_delay_cap,
+                retry_base_s=crawl.robots_retry_base_s,
+            )
+            self._per_crawl[key] = cached
+        return cached
+
+    async def check(
+        self, origin: str, path_query: str, settings: CrawlSettings, fetcher: Fetcher, now: float
+    ) -> RobotsAnswer:
+        agents = (settings.product_token, "Googlebot", "*")
+        entry = await self._entry(origin, agents, now)
+        verdict = decision_for(entry.decision, now, path_query, entry.rules)
+        if verdict.action is PageAction.FETCH_ROBOTS:
+            refreshed = await self._refresh(origin, agents, fetcher, now, settings)
+            if isinstance(refreshed, RobotsAnswer):
+                return refreshed
+            entry = refreshed
+            verdict = decision_for(entry.decision, now, path_query, entry.rules)
+        rules = entry.rules
+        applied = rules.applied_agent if rules is not None else None
+        if verdict.action is PageAction.WAIT:
+            return RobotsAnswer(False, wait_until=verdict.until, reason="robots.txt unreachable: host suspended")
+        if verdict.action is PageAction.FETCH_ROBOTS:
+            return RobotsAnswer(False, wait_until=now + BUSY_RETRY_S, reason="robots.txt being fetched")
+        if verdict.action is PageAction.DISALLOWED:
+            return RobotsAnswer(
+                False, reason="disallowed by robots.txt", finding="ALERT_ROBOTS_DISALLOWED", applied_agent=applied
+            )
+        delay = crawl_delay_policy(rules.crawl_delay if rules is not None else None, self._robots_settings(settings))
+        if delay.refused:
+            return RobotsAnswer(
+                False,
+                reason=f"Crawl-delay {delay.requested_s}s exceeds the maximum",
+                finding=delay.finding,
+                applied_agent=applied,
+            )
+        return RobotsAnswer(True, crawl_delay_s=delay.pacing_floor_s or None, applied_agent=applied)
+
+    async def sitemaps(self, origin: str, settings: CrawlSettings, fetcher: Fetcher, now: float) -> list[str]:
+        """Sitemap: lines of the host's robots.txt (fetching it first if needed); [] when unavailable."""
+        agents = (settings.product_token, "Googlebot", "*")
+        entry = await self._entry(origin, agents, now)
+        if entry.decision is None or now >= entry.decision.valid_until:
+            refreshed = await self._refresh(origin, agents, fetcher, now, settings)
+            if isinstance(refreshed, RobotsAnswer):
+                return []
+            entry = refreshed
+        return list(entry.rules.sitemaps) if entry.rules is not None else []
+
+    async def stored_decision(self, origin: str) -> RobotsDecision | None:
+        """The host's shared decision as stored (no fetch, no cache)."""
+        resp = await self._client.get_item(
+            TableName=self._table, Key={"host": {"S": origin}, "kind": {"S": KIND}}, ConsistentRead=True
+        )
+        raw = resp.get("Item", {}).get("decision", {}).get("S")
+        return decision_from_json(raw) if raw else None
+
+    async def _entry(self, origin: str, agents: tuple[str, ...], now: float) -> _Entry:
+        entry = self._cache.get(origin)
+        if entry is not None and entry.agents == agents and now - entry.loaded_at < LOCAL_CACHE_S:
+            if entry.decision is None or now < entry.decision.valid_until:
+                return entry
+        resp = await self._client.get_item(
+            TableName=self._table, Key={"host": {"S": origin}, "kind": {"S": KIND}}, ConsistentRead=True
+        )
+        raw = resp.get("Item", {}).get("decision", {}).get("S")
+        decision = decision_from_json(raw) if raw else None
+        entry = _Entry(decision, _rules(decision, agents), agents, now)
+        self._cache[origin] = entry
+        return entry
+
+    async def _refresh(
+        self, origin: str, agents: tuple[str, ...], fetcher: Fetcher, now: float, settings: CrawlSettings
+    ) -> _Entry | RobotsAnswer:
+        try:
+            await self._client.update_item(
+                TableName=self._table,
+                Key={"host": {"S": origin}, "kind": {"S": KIND}},
+                UpdateExpression="SET lease_until = :l",
+                ConditionExpression="attribute_not_exists(lease_until) OR lease_until < :now",
+                ExpressionAttributeValues={":l": {"N": repr(now + LEASE_S)}, ":now": {"N": repr(now)}},
+            )
+        except self._client.exceptions.ConditionalCheckFailedException:
+            return RobotsAnswer(False, wait_until=now + BUSY_RETRY_S, reason="robots.txt being fetched by another worker")
+        previous = self._cache.get(origin)
+        outcome = await self._fetch(origin, fetcher, settings)
+        if outcome is None:
+            await self._release_lease(origin)
+            return RobotsAnswer(False, reason="host refused by the SSRF guard", finding="ALERT_SSRF_BLOCKED")
+        fetched_at = time.time()
+        decision = decide_robots(
+            outcome,
+            previous.decision.state if previous is not None and previous.decision is not None else None,
+            fetched_at,
+            self._robots_settings(settings),
+        )
+        self.fetches += 1
+        await self._client.put_item(
+            TableName=self._table,
+            Item={
+                "host": {"S": origin},
+                "kind": {"S": KIND},
+                "decision": {"S": decision_to_json(decision)},
+                "mode": {"S": decision.mode.value},
+                "reason": {"S": decision.reason.value},
+                "fetched_at": {"N": repr(fetched_at)},
+                "expires_at": {"N": str(int(fetched_at) + TTL_S)},
+            },
+        )
+        entry = _Entry(decision, _rules(decision, agents), agents, now)
+        self._cache[origin] = entry
+        return entry
+
+    async def _release_lease(self, origin: str) -> None:
+        await self._client.update_item(
+            TableName=self._table,
+            Key={"host": {"S": origin}, "kind": {"S": KIND}},
+            UpdateExpression="REMOVE lease_until",
+        )
+
+    async def _fetch(self, origin: str, fetcher: Fetcher, settings: CrawlSettings) -> RobotsFetchOutcome | None:
+        """GET /robots.txt following up to max_redirects hops (each hop SSRF-checked); None if refused."""
+        url = f"{origin}/robots.txt"
+        seen = {url}
+        hops = 0
+        headers = settings.secret_headers()
+        while True:
+            result = await fetcher.fetch(url, headers=headers)
+            if result.error is not None:
+                if result.error.kind is FetchErrorKind.SSRF_BLOCKED:
+                    return None
+                return RobotsFetchOutcome(
+                    FetchKind.NETWORK_ERROR, error=_NET.get(result.error.kind, NetworkErrorClass.OTHER), redirect_hops=hops
+                )
+            status = result.status or 0
+            location = result.location
+            if location is not None:
+                target = normalize(location, url)
+                if not isinstance(target, NormalizedURL):
+                    return RobotsFetchOutcome(FetchKind.HTTP_STATUS, status=status, redirect_hops=hops)
+                hops += 1
+                if target.url in seen:
+                    return RobotsFetchOutcome(FetchKind.HTTP_STATUS, status=status, redirect_hops=hops, redirect_loop=True)
+                if hops > self._settings.max_redirects:
+                    return RobotsFetchOutcome(FetchKind.HTTP_STATUS, status=status, redirect_hops=hops)
+                seen.add(target.url)
+                url = target.url
+                continue
+            max_age = _max_age(result.headers.get("cache-control"))
+            if 200 <= status < 300:
+                return RobotsFetchOutcome(
+                    FetchKind.OK, status=status, body=result.body, redirect_hops=hops, max_age_s=max_age
+                )
+            retry_after = result.headers.get("retry-after")
+            return RobotsFetchOutcome(
+                FetchKind.HTTP_STATUS,
+                status=status,
+                redirect_hops=hops,
+                max_age_s=max_age,
+                retry_after_s=float(retry_after) if retry_after and retry_after.isdigit() else None,
+            )
+
+
+def _max_age(value: str | None) -> float | None:
+    if not value:
+        return None
+    for part in value.split(","):
+        name, _, arg = part.strip().partition("=")
+        if name.lower() == "max-age" and arg.strip().isdigit():
+            return float(arg.strip())
+    return None
+
+
+def _rules(decision: RobotsDecision | None, agents: tuple[str, ...]) -> RobotsRules | None:
+    if decision is None:
+        return None
+    return rules_for(decision, agents)

@@ -1,0 +1,297 @@
+"""PageWorker: what the fetch worker does with one SQS batch, independent of Lambda and of AWS.
+
+Per record: crawl status -> duplicate check -> robots -> pacing slot -> fetch -> parse -> claim new links.
+Per batch: one flush writes result rows to S3, sends new and deferred messages, marks URLs done and adds counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
+from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
+from seolens_core.adapters.results import ResultsStore
+from seolens_core.adapters.urls import DONE, UrlStore
+from seolens_core.crawl._commit import BatchCommit, Contribution
+from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_links, plan_redirect
+from seolens_core.crawl._pages import error_row, page_row, skipped_row
+from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
+from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
+from seolens_core.frontier import FrontierMessage
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import NormalizedURL, normalize
+
+CRAWL_CACHE_S = 2.0
+PAUSE_RECHECK_S = 15
+MAX_TRIES = 3
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass
+class _CrawlContext:
+    record: CrawlRecord
+    scope: CrawlScope
+    fetcher: Fetcher
+    loaded_at: float
+
+
+@dataclass
+class WorkerServices:
+    """Everything the worker talks to; built once per container by the composition root."""
+
+    crawls: CrawlStore
+    urls: UrlStore
+    queue: FrontierQueue
+    results: ResultsStore
+    robots: RobotsPort
+    pacing: PacingPort
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    rng: random.Random = field(default_factory=random.Random)
+    fetcher_factory: Callable[[CrawlSettings, AddressPolicy], Fetcher] | None = None
+
+
+def default_fetcher(settings: CrawlSettings, policy: AddressPolicy) -> Fetcher:
+    f = settings.fetch
+    return Fetcher(
+        user_agent=settings.user_agent_header,
+        policy=policy,
+        connect_timeout_s=f.connect_timeout_s,
+        read_timeout_s=f.read_timeout_s,
+        total_timeout_s=f.total_timeout_s,
+        max_body_bytes=f.max_body_bytes,
+        http2=f.http2,
+    )
+
+
+class PageWorker:
+    """Long-lived per container: caches crawl records, fetchers and scopes across batches."""
+
+    def __init__(self, services: WorkerServices) -> None:
+        self.s = services
+        self._crawls: dict[str, _CrawlContext] = {}
+        self._frontier_paused: tuple[float, bool] = (0.0, False)
+
+    async def crawl_context(self, crawl_id: str) -> _CrawlContext:
+        now = self.s.clock()
+        ctx = self._crawls.get(crawl_id)
+        if ctx is not None and now - ctx.loaded_at < CRAWL_CACHE_S:
+            return ctx
+        record = await self.s.crawls.get(crawl_id)
+        if ctx is not None and ctx.record.settings == record.settings:
+            ctx.record, ctx.loaded_at = record, now
+            return ctx
+        scope = CrawlScope.from_settings(record.settings)
+        factory = self.s.fetcher_factory or default_fetcher
+        ctx = _CrawlContext(record, scope, factory(record.settings, scope.address_policy), now)
+        self._crawls[crawl_id] = ctx
+        return ctx
+
+    async def frontier_paused(self) -> bool:
+        now = self.s.clock()
+        checked, value = self._frontier_paused
+        if now - checked > CRAWL_CACHE_S:
+            value = await self.s.crawls.frontier_paused()
+            self._frontier_paused = (now, value)
+        return value
+
+    def batch(self, size: int) -> BatchRun:
+        return BatchRun(self, size)
+
+    async def flush(self, contributions: Sequence[Contribution]) -> None:
+        part = f"{int(self.s.clock() * 1000):013d}-{uuid.uuid4().hex[:12]}"
+        by_crawl_pages: dict[str, list[dict[str, Any]]] = {}
+        by_crawl_links: dict[str, list[dict[str, Any]]] = {}
+        counters: dict[str, dict[str, int]] = {}
+        outgoing: list[Outgoing] = []
+        finished: list[tuple[FrontierMessage, str, str]] = []
+        for c in contributions:
+            for row in c.pages:
+                by_crawl_pages.setdefault(row["crawl_id"], []).append(row)
+            for row in c.links:
+                by_crawl_links.setdefault(row["crawl_id"], []).append(row)
+            outgoing.extend(c.outgoing)
+            finished.extend(c.finished)
+            for m, _, _ in c.finished[:1]:
+                bucket = counters.setdefault(m.crawl_id, {})
+                for k, v in c.counters.items():
+                    bucket[k] = bucket.get(k, 0) + v
+        writes: list[Awaitable[Any]] = []
+        for crawl_id, rows in by_crawl_pages.items():
+            writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
+        for crawl_id, rows in by_crawl_links.items():
+            writes.append(self.s.results.put_part(crawl_id, "links", part, _strip_internal(rows)))
+        if outgoing:
+            writes.append(self.s.queue.send(outgoing))
+        await asyncio.gather(*writes)
+        now = self.s.clock()
+        await self.s.urls.finish(finished, now)
+        await asyncio.gather(*(self.s.crawls.add_counters(cid, d) for cid, d in counters.items()))
+
+
+def _strip_internal(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "crawl_id"} for r in rows]
+
+
+class BatchRun:
+    """One SQS batch: prepared once (duplicate check for all its URLs), then one record handler per message."""
+
+    def __init__(self, worker: PageWorker, size: int) -> None:
+        self._w = worker
+        self._size = size
+        self._prepared: asyncio.Task[None] | None = None
+        self._commit: BatchCommit | None = None
+        self._messages: dict[str, FrontierMessage] = {}
+        self._states: dict[tuple[str, str], str] = {}
+        self._bodies: list[tuple[str, str]] = []
+
+    def add_body(self, message_id: str, body: str) -> None:
+        self._bodies.append((message_id, body))
+
+    async def _prepare(self) -> None:
+        parsed = []
+        for mid, body in self._bodies:
+            try:
+                msg = FrontierMessage.from_json(body)
+            except ValueError:
+                continue
+            self._messages[mid] = msg
+            parsed.append(msg)
+        self._states = await self._w.s.urls.states(parsed) if parsed else {}
+
+    async def handle(self, message_id: str, body: str) -> str:
+        """Process one record; raises when it must be retried (the batch processor reports it as failed)."""
+        if self._commit is None:
+            self._commit = BatchCommit(self._size, self._w.flush)
+        commit = self._commit
+        try:
+            if self._prepared is None:
+                self._prepared = asyncio.get_running_loop().create_task(self._prepare())
+            await self._prepared
+            msg = self._messages.get(message_id) or FrontierMessage.from_json(body)
+            contribution = Contribution()
+            outcome = await self._process(msg, contribution)
+        except BaseException:
+            commit.withdraw()
+            raise
+        await commit.submit(contribution)
+        return outcome
+
+    async def _process(self, msg: FrontierMessage, c: Contribution) -> str:
+        s = self._w.s
+        try:
+            ctx = await self._w.crawl_context(msg.crawl_id)
+        except CrawlNotFound:
+            return "unknown_crawl"  # a message of a deleted crawl: nothing to record it against
+        record = ctx.record
+        url = normalize(msg.url)
+        if not isinstance(url, NormalizedURL):
+            c.finished.append((msg, "", "rejected"))
+            c.count("n_rejected")
+            return "rejected"
+        host = url.origin
+        if record.status.terminal or record.status is CrawlStatus.FINISHING:
+            c.finished.append((msg, host, "not_crawled"))
+            c.count("n_not_crawled")
+            return "not_crawled"
+        if record.status is CrawlStatus.PAUSED or await self._w.frontier_paused():
+            c.outgoing.append(Outgoing(msg, PAUSE_RECHECK_S))
+            c.count("n_deferred")
+            return "paused"
+        if self._states.get((msg.crawl_id, msg.key)) == DONE:
+            c.count("n_duplicates")
+            return "duplicate"
+        settings = record.settings
+        if (
+            not msg.check_only
+            and settings.max_pages is not None
+            and record.counters.get("n_fetched", 0) >= settings.max_pages
+        ):
+            c.finished.append((msg, host, "not_crawled_budget"))
+            c.count("n_not_crawled")
+            return "not_crawled_budget"
+        now = s.clock()
+        answer = await s.robots.check(host, url.path_query, settings, ctx.fetcher, now)
+        if answer.wait_until is not None:
+            c.outgoing.append(Outgoing(msg, _delay(answer.wait_until, now)))
+            c.count("n_deferred")
+            return "robots_wait"
+        if not answer.allowed:
+            c.pages.append(skipped_row(msg, "disallowed", answer.finding or "ALERT_ROBOTS_DISALLOWED", answer.reason))
+            c.finished.append((msg, host, "disallowed"))
+            c.count("n_disallowed")
+            return "disallowed"
+        slot = await s.pacing.acquire(host, settings, answer.crawl_delay_s, now)
+        if not isinstance(slot, Ticket):
+            c.outgoing.append(Outgoing(msg, _delay(slot.until, now)))
+            c.count("n_deferred")
+            return "pacing_wait"
+        wait = slot.start_at - s.clock()
+        if wait > 0:
+            await s.sleep(wait)
+        result = await ctx.fetcher.fetch(url.url, headers=settings.secret_headers(), method="GET")
+        plan: LinkPlan | None = None
+        row: dict[str, Any] | None = None
+        retry = _transient(result) and msg.tries + 1 < MAX_TRIES
+        waf = False
+        try:
+            if not retry:
+                if result.error is None and result.status is not None:
+                    row, plan = page_row(msg, url, result, ctx.scope, settings)
+                else:
+                    row = error_row(msg, result)
+                waf = bool(row.get("waf_provider"))
+        finally:
+            await s.pacing.release(slot, result, waf, s.clock())
+        if row is None:
+            backoff = int(min(300, 5 * 3**msg.tries * (1 + s.rng.random())))
+            c.outgoing.append(Outgoing(_retry(msg), backoff))
+            c.count("n_retried")
+            return "retry"
+        if result.location is not None and plan is None:
+            plan = plan_redirect(msg, url, result.location, ctx.scope, settings)
+        if plan is not None:
+            c.links.extend(plan.edges)
+            c.pages.extend(plan.pruned_rows)
+            if plan.enqueue:
+                winners = await s.urls.claim(plan.enqueue, plan.enqueue_hosts, s.clock())
+                c.outgoing.extend(Outgoing(m) for m in winners)
+                c.count("n_discovered", len(winners))
+        c.pages.append(row)
+        outcome = "fetched" if result.error is None else "error"
+        c.finished.append((msg, host, outcome))
+        c.count("n_fetched" if not msg.check_only else "n_checked")
+        if result.error is not None or (result.status or 0) >= 400:
+            c.count("n_errors")
+        return outcome
+
+
+def _transient(result: FetchResult) -> bool:
+    if result.error is not None:
+        return result.error.kind.value in {"timeout", "connect", "reset", "dns", "protocol"}
+    return result.status in RETRY_STATUSES
+
+
+def _retry(msg: FrontierMessage) -> FrontierMessage:
+    return FrontierMessage(
+        crawl_id=msg.crawl_id,
+        url=msg.url,
+        key=msg.key,
+        depth=msg.depth,
+        parent=msg.parent,
+        sitemap=msg.sitemap,
+        lastmod=msg.lastmod,
+        meta=msg.meta,
+        check_only=msg.check_only,
+        tries=msg.tries + 1,
+    )
+
+
+def _delay(until: float, now: float) -> int:
+    return max(1, int(until - now + 0.999))
