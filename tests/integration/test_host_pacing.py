@@ -300,12 +300,13 @@ def assert_spacing(intervals: list[Interval], delay_s: float, tolerance_s: float
 
 def test_eight_workers_never_break_delay_or_concurrency(moto_server: EmbeddedMoto) -> None:
     intervals, stores = asyncio.run(
-        race(moto_server, workers=8, seconds=3.0, delay_ms=100, concurrency=2, fetch_s=0.15)
+        race(moto_server, workers=8, seconds=3.0, delay_ms=100, concurrency=2, fetch_s=0.35)
     )
+    # A fetch spans 3.5 delays, so pacing alone would allow 4 in flight: the lease limit must bind.
     assert_spacing(intervals, 0.100)
     assert max_in_flight(intervals) == 2  # reached, never exceeded
-    # The host allows min(1 / delay, concurrency / fetch) = 10 starts/s; demand most of it is used.
-    assert len(intervals) >= 18, len(intervals)
+    # The host allows concurrency / fetch = 5.7 starts/s; liveness only, the machine may be loaded.
+    assert len(intervals) >= 5, len(intervals)
     calls = sum(sum(s.calls.values()) for s in stores)
     conflicts = sum(s.conflicts for s in stores)
     per_fetch = calls / len(intervals)
@@ -321,7 +322,7 @@ def test_crashed_worker_lease_expires_and_capacity_returns(moto_server: Embedded
         crash["start"], crash["expires"] = r.start_at, r.lease_expires_at  # and never released
 
     intervals, _ = asyncio.run(
-        race(moto_server, workers=4, seconds=2.5, delay_ms=100, concurrency=2, fetch_s=0.15, before=crash_one)
+        race(moto_server, workers=4, seconds=2.5, delay_ms=100, concurrency=2, fetch_s=0.35, before=crash_one)
     )
     assert_spacing(intervals, 0.100)
     assert max_in_flight(intervals, within=(crash["start"], crash["expires"])) == 1
