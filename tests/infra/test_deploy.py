@@ -56,8 +56,13 @@ def test_tables_exist_with_template_keys(
         table = dynamodb.describe_table(TableName=name)["Table"]
         assert table["KeySchema"] == declared["KeySchema"]
         assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
-        indexes = {g["IndexName"]: g["KeySchema"] for g in table.get("GlobalSecondaryIndexes", [])}
-        assert indexes == {g["IndexName"]: g["KeySchema"] for g in declared.get("GlobalSecondaryIndexes", [])}
+        indexes = {
+            g["IndexName"]: (g["KeySchema"], g["Projection"]) for g in table.get("GlobalSecondaryIndexes", [])
+        }
+        assert indexes == {
+            g["IndexName"]: (g["KeySchema"], g["Projection"])
+            for g in declared.get("GlobalSecondaryIndexes", [])
+        }
         ttl = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
         if "TimeToLiveSpecification" in declared:
             assert ttl["AttributeName"] == declared["TimeToLiveSpecification"]["AttributeName"]
