@@ -64,7 +64,9 @@ def _normalize(
         text = text.translate(_TAB_NEWLINE)
     if len(text) > config.max_length * _RAW_LENGTH_FACTOR:
         return Rejection(RejectReason.TOO_LONG, f"href of {len(text)} characters")
-    scheme, authority, path, query, _fragment = rfc.split(text)
+    match = rfc.SPLIT(text)
+    assert match is not None  # appendix B matches every string
+    scheme, authority, path, query, _fragment = match.groups()
 
     # RFC 3986 section 5.2.2 (strict), then stage 1: scheme lowercasing; "//host" takes the base's scheme.
     if scheme is not None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 # Appendix B, with the scheme restricted to its grammar (section 3.1) so that "1a:b" is a relative path.
-_SPLIT: Callable[[str], re.Match[str] | None] = re.compile(
+SPLIT: Callable[[str], re.Match[str] | None] = re.compile(
     r"(?:([A-Za-z][A-Za-z0-9+.\-]*):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL
 ).fullmatch
 
@@ -24,7 +24,7 @@ class Parts(NamedTuple):
 
 def split(reference: str) -> Parts:
     """Split any string into its five components (appendix B never fails to match)."""
-    match = _SPLIT(reference)
+    match = SPLIT(reference)
     assert match is not None  # every group is optional, so every string matches
     scheme, authority, path, query, fragment = match.groups()
     return Parts(scheme, authority, path, query, fragment)
