@@ -243,7 +243,28 @@ def test_deep_nesting_guard_leaves_normal_pages_alone() -> None:
     normal = "<div><p>x</p></div>" * 3000
     assert guard_depth(normal) is normal
     flattened = flatten_deep_nesting("<div>" * 5 + "<script>'<div>'</script>x" + "</div>" * 5, max_depth=2)
-    assert flattened == "<div><div><script>'<div>'</script>x</div></div>"
+    assert flattened == "<div><div>   <script>'<div>'</script>x   </div></div>"
+    # Self-closing tags inside svg do not deepen the stack.
+    svg = "<svg>" + "<path/>" * 10 + "</svg><div><div>x</div></div>"
+    assert flatten_deep_nesting(svg, max_depth=3) == svg
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<body>" + "<div></x>" * 50_000 + "z</body>",  # stray end tags must not hide depth
+        "<body><y>" + "<div></y>" * 50_000 + "z</body>",
+        "<body>" + "<span>" * 30_000 + "<div>w</div>" * 20_000 + "</body>",
+        "<body>" + "<ul><li>" * 30_000 + "z</body>",
+        "<body>" + "<b><section>" * 30_000 + "z</body>",
+    ],
+    ids=["stray-end", "stray-matching-deep", "inline-then-blocks", "lists", "formatting"],
+)
+def test_hostile_nesting_shapes_are_fast(html: str) -> None:
+    started = time.perf_counter()
+    facts = page(html)
+    assert time.perf_counter() - started < 3.0
+    assert facts.word_count >= 1
 
 
 @settings(max_examples=150, deadline=None)
