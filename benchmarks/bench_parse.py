@@ -12,13 +12,27 @@ import time
 from seolens_core.audit import detect_waf
 from seolens_core.html import extract_page
 
-WORDS = "crawler audit page title search engine content link index robots sitemap canonical".split()
+WORDS = [
+    "crawler",
+    "audit",
+    "page",
+    "title",
+    "search",
+    "engine",
+    "content",
+    "link",
+    "index",
+    "robots",
+    "sitemap",
+    "canonical",
+]
 
 
 def generate_page(target_bytes: int, rng: random.Random) -> bytes:
     """A plausible article page: head metadata, nav links, paragraphs with inline links, images, scripts."""
     head = (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Generated page for benchmarks</title>"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<title>Generated page for benchmarks</title>"
         "<meta name='description' content='A generated page.'><link rel='canonical' href='/page'>"
         "<link rel='alternate' hreflang='de' href='/de/page'><meta property='og:title' content='Gen'>"
         '<script type="application/ld+json">{"@type":"Article","author":{"@type":"Person"}}</script>'

@@ -23,8 +23,41 @@ _END_TAG_SEARCH = 16
 # Void elements and elements whose end tag is usually omitted (the parser closes them when a sibling
 # opens) never deepen the stack.
 _NO_DEPTH_TAGS = frozenset(
-    "area base br col embed hr img input link meta param source track wbr keygen "
-    "p li dt dd tr td th option optgroup rb rt rp rtc tbody thead tfoot colgroup caption".split()
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+        "keygen",
+        "p",
+        "li",
+        "dt",
+        "dd",
+        "tr",
+        "td",
+        "th",
+        "option",
+        "optgroup",
+        "rb",
+        "rt",
+        "rp",
+        "rtc",
+        "tbody",
+        "thead",
+        "tfoot",
+        "colgroup",
+        "caption",
+    ]
 )
 _KEEP = frozenset({"html", "head", "body", "a", "h1", "h2", "template", "svg", "math", "select"})
 _FOREIGN = frozenset({"svg", "math"})
