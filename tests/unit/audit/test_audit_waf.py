@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seolens_core.audit import WAF_SIGNATURES, SignatureKind, WafSignature, detect_waf
 
@@ -109,3 +111,31 @@ def test_real_world_shaped_cloudflare_challenge() -> None:
 def test_binary_or_empty_bodies() -> None:
     assert detect_waf(b"", {}) is None
     assert detect_waf(b"\x00\xff" * 100, {}, status=403) is None
+
+
+_PIECES = [sig.text for sig in WAF_SIGNATURES] + [
+    "<p>",
+    "</p>",
+    "<script>",
+    "</script>",
+    "word ",
+    "<!--",
+    "&#32;",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    body=st.lists(st.sampled_from(_PIECES) | st.text(max_size=20), max_size=30).map(
+        lambda xs: "".join(xs).encode()
+    )
+    | st.binary(max_size=1024),
+    cookie=st.text(max_size=40),
+    status=st.none() | st.integers(min_value=100, max_value=599),
+)
+def test_detect_waf_never_raises(body: bytes, cookie: str, status: int | None) -> None:
+    match = detect_waf(body, {"Set-Cookie": cookie}, status=status)
+    if match is not None:
+        assert match.signature.encode() in body.lower() or match.signature in cookie.lower()
+        if status is not None and not 200 <= status < 300 and status not in {401, 403, 405, 406, 429, 503}:
+            assert match.kind is SignatureKind.MARKER
