@@ -36,14 +36,15 @@ class CrawlScope:
     start_urls: tuple[NormalizedURL, ...]
 
     @classmethod
-    def from_settings(cls, settings: CrawlSettings) -> CrawlScope:
+    def from_settings(cls, settings: CrawlSettings, now: float) -> CrawlScope:
+        """`now` fixes the calendar trap guard's reference year."""
         config = NormalizeConfig(ignore_sorting_facets=settings.ignore_sorting_facets)
         starts = tuple(u for u in (normalize(s, None, config) for s in settings.start_urls) if isinstance(u, NormalizedURL))
         trusted = [u.host_port for u in starts] + [u.host for u in starts if u.port is None] + list(settings.allow_hosts)
         return cls(
             boundary=CrawlBoundary([u.host_port for u in starts], settings.include_subdomains),
             normalize_config=config,
-            trap_config=TrapConfig(max_query_params=settings.max_query_params),
+            trap_config=TrapConfig.at(now, max_query_params=settings.max_query_params),
             address_policy=AddressPolicy.for_hosts(trusted),
             start_urls=starts,
         )

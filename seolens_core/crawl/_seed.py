@@ -49,7 +49,7 @@ class Seeder:
         s = self.s
         record = await s.crawls.get(crawl_id)
         settings = record.settings
-        scope = CrawlScope.from_settings(settings)
+        scope = CrawlScope.from_settings(settings, s.clock())
         fetcher = default_fetcher(settings.model_copy(update={"fetch": settings.fetch.model_copy(update={"max_body_bytes": SITEMAP_MAX_BYTES})}), scope.address_policy)
         try:
             if cursor is None:

@@ -87,7 +87,7 @@ class PageWorker:
         if ctx is not None and ctx.record.settings == record.settings:
             ctx.record, ctx.loaded_at = record, now
             return ctx
-        scope = CrawlScope.from_settings(record.settings)
+        scope = CrawlScope.from_settings(record.settings, now)
         factory = self.s.fetcher_factory or default_fetcher
         ctx = _CrawlContext(record, scope, factory(record.settings, scope.address_policy), now)
         self._crawls[crawl_id] = ctx
