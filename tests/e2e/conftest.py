@@ -1,0 +1,22 @@
+"""End-to-end fixtures: one local cloud (embedded moto + the template's stack) for the whole session.
+
+Every crawl gets its own crawl id and every fixture site its own port, so crawls never share state except
+what production shares too (per-host politeness, keyed by origin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from infra.local.runtime import LocalCloud
+
+
+@pytest.fixture(scope="session")
+def local_cloud() -> Iterator[LocalCloud]:
+    cloud = LocalCloud(stack_name="seolens-e2e").start()
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
