@@ -1,0 +1,126 @@
+"""Narrow, version-pinned fixes to moto for the embedded emulator (applied by `start_moto_server`).
+
+Each patch names the moto code it replaces. They are written against moto `PINNED_MOTO_VERSION` only:
+on any other version `apply()` patches nothing and logs a warning, and `tests/unit/test_moto_patches.py`
+fails until someone re-reads the upstream code and re-pins.
+
+1. SQS receive/send cost proportional to the messages touched, not to the queue depth.
+   Upstream, `Queue.attributes` evaluates every attribute, including the three
+   `ApproximateNumberOfMessages*` counters, each a full scan of the queue. `send_message` reads
+   `queue.attributes` once per message (for `ContentBasedDeduplication`) and `receive_message` reads it
+   three times per returned message (through `is_message_valid_based_on_retention_period`), so
+   ReceiveMessage(10) took ~2.6 s at depth 5,000. The patch keeps `Queue.attributes` exact for every
+   caller except these two, which only read `ContentBasedDeduplication` / `MessageRetentionPeriod`:
+   inside them the counters are skipped.
+2. DynamoDB backend calls serialised with one lock. moto's DynamoDB backend is not thread-safe: under
+   the threaded server, TransactWriteItems failed ~10% with HTTP 500 (shared notes, local AWS emulation).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import moto
+
+__all__ = ["PINNED_MOTO_VERSION", "applied", "apply", "moto_version"]
+
+PINNED_MOTO_VERSION = "5.2.5"
+
+_log = logging.getLogger(__name__)
+_applied = False
+_apply_lock = threading.Lock()
+_light = threading.local()
+_COUNTERS = frozenset(
+    {
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    }
+)
+DYNAMODB_LOCK = threading.RLock()
+
+
+def moto_version() -> str:
+    return str(moto.__version__)
+
+
+def applied() -> bool:
+    return _applied
+
+
+def _queue_attributes(queue: Any) -> dict[str, Any]:
+    """`moto.sqs.models.Queue.attributes` (5.2.5) with the O(depth) counters skipped in light mode."""
+    from moto.core.utils import camelcase_to_underscores
+
+    skip = _COUNTERS if getattr(_light, "on", False) else frozenset()
+    result: dict[str, Any] = {}
+    for attribute in queue.BASE_ATTRIBUTES:
+        if attribute in skip:
+            continue
+        result[attribute] = getattr(queue, camelcase_to_underscores(attribute))
+    if queue.fifo_queue:
+        for attribute in queue.FIFO_ATTRIBUTES:
+            result[attribute] = getattr(queue, camelcase_to_underscores(attribute))
+    if queue.kms_master_key_id:
+        for attribute in queue.KMS_ATTRIBUTES:
+            result[attribute] = getattr(queue, camelcase_to_underscores(attribute))
+    if queue.policy:
+        result["Policy"] = queue.policy
+    if queue.redrive_policy:
+        import json
+
+        result["RedrivePolicy"] = json.dumps(queue.redrive_policy)
+    for key in result:
+        if isinstance(result[key], bool):
+            result[key] = str(result[key]).lower()
+    return result
+
+
+def _light_mode(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = getattr(_light, "on", False)
+        _light.on = True
+        try:
+            return method(*args, **kwargs)
+        finally:
+            _light.on = previous
+
+    return wrapper
+
+
+def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with DYNAMODB_LOCK:
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+def apply() -> bool:
+    """Apply the patches once (idempotent). Returns False, patching nothing, on an unpinned moto."""
+    global _applied
+    with _apply_lock:
+        if _applied:
+            return True
+        if moto_version() != PINNED_MOTO_VERSION:
+            _log.warning(
+                "moto %s is not the pinned %s: emulator patches not applied (SQS receive will be slow)",
+                moto_version(),
+                PINNED_MOTO_VERSION,
+            )
+            return False
+        from moto.dynamodb.responses import DynamoHandler
+        from moto.sqs.models import Queue, SQSBackend
+
+        Queue.attributes = property(_queue_attributes)  # type: ignore[assignment,method-assign]
+        SQSBackend.send_message = _light_mode(SQSBackend.send_message)  # type: ignore[method-assign]
+        SQSBackend.receive_message = _light_mode(SQSBackend.receive_message)  # type: ignore[method-assign]
+        DynamoHandler.call_action = _serialised(DynamoHandler.call_action)  # type: ignore[method-assign]
+        _applied = True
+        return True
