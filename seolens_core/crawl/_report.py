@@ -23,6 +23,7 @@ from seolens_core.audit import LinkRow, PageRow, site_findings
 from seolens_core.crawl._findings import describe
 from seolens_core.crawl._pacing import PacingGate
 from seolens_core.frontier import FrontierMessage
+from seolens_core.urls import NormalizedURL, normalize
 
 OUTPUTS = ("pages.jsonl", "links.jsonl", "findings.csv", "report.json")
 _OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
@@ -106,7 +107,13 @@ class Reporter:
             row["inlinks"] = inlinks.get(url, 0)
             if url in sitemap and row.get("lastmod") is None:
                 row["lastmod"] = sitemap[url].get("lastmod")
-        rows = sorted(pages.values(), key=lambda r: (r.get("depth", 0), r["url"]))
+        link_depth = _link_depths(record, links)
+        for url, row in pages.items():
+            row["crawl_depth"] = row.get("depth")
+            row["depth"] = link_depth.get(url)
+            for key in ("status", "title", "alerts"):
+                row.setdefault(key, [] if key == "alerts" else None)
+        rows = sorted(pages.values(), key=lambda r: (r["depth"] is None, r["depth"] or 0, r["url"]))
         findings = _page_findings(rows)
         site = site_findings(
             (PageRow.from_mapping(r) for r in rows),
@@ -132,7 +139,7 @@ class Reporter:
                 "fetched": sum(1 for r in rows if r.get("outcome") == "fetched"),
                 "by_outcome": dict(Counter(r.get("outcome", "?") for r in rows)),
                 "by_status": {str(k): v for k, v in Counter(r.get("status") for r in rows).items()},
-                "by_depth": {str(k): v for k, v in sorted(Counter(r.get("depth", 0) for r in rows).items())},
+                "by_depth": {str(k): v for k, v in Counter(r["depth"] for r in rows).items()},
                 "links": len(links),
                 "sitemap_urls": len(sitemap),
                 "pending": len(pending),
@@ -185,6 +192,27 @@ class Reporter:
             if msg.crawl_id == crawl_id:
                 found[msg.key] = msg
         return list(found.values())
+
+
+def _link_depths(record: CrawlRecord, links: list[dict[str, Any]]) -> dict[str, int]:
+    """Shortest click distance from a start URL over internal edges (a redirect hop counts as one), the depth
+    people expect in an audit; sitemap-only pages have none."""
+    graph: dict[str, list[str]] = {}
+    for link in links:
+        if link.get("internal"):
+            graph.setdefault(link["source"], []).append(link["target"])
+    starts = [u.url for u in (normalize(s) for s in record.settings.start_urls) if isinstance(u, NormalizedURL)]
+    depth = dict.fromkeys(starts, 0)
+    frontier = list(starts)
+    while frontier:
+        nxt: list[str] = []
+        for url in frontier:
+            for target in graph.get(url, ()):
+                if target not in depth:
+                    depth[target] = depth[url] + 1
+                    nxt.append(target)
+        frontier = nxt
+    return depth
 
 
 def _page_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,166 @@
+"""Issue 2's proof: the demo shop crawled through SQS -> worker -> DynamoDB -> SQS on the embedded moto server
+with 4 concurrent pollers; the fixture server's request log is the evidence."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.fixture_site import FixtureServer, SiteSpec, html, not_found, text
+from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
+from infra.local.runtime import LocalCloud, run_crawl
+from seolens_core.settings import CrawlSettings
+
+E = DEMO_EXPECTED
+NOT_PAGES = {"/robots.txt", "/sitemap.xml", "/sitemap_index.xml", "/wp-sitemap.xml"}
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _path(url: str, base: str) -> str:
+    assert url.startswith(base), url
+    return url[len(base) :] or "/"
+
+
+@pytest.fixture(scope="module")
+def demo_crawl(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    server = FixtureServer(demo_sites())
+    server.start()
+    try:
+        base = server.base_url("demo")
+        partner_host, partner_port = server.host_port("partner")
+        settings = CrawlSettings(
+            start_urls=(base + "/",),
+            allow_hosts=(f"{partner_host}:{partner_port}",),
+            progress_poll_s=1,
+        )
+        out = tmp_path_factory.mktemp("demo")
+        run = run_crawl(local_cloud, settings, workers=4, out_dir=out)
+        yield {
+            "run": run,
+            "base": base,
+            "partner": server.base_url("partner"),
+            "log": server.log("demo"),
+            "partner_log": server.log("partner"),
+            "pages": _rows(out / "pages.jsonl"),
+            "links": _rows(out / "links.jsonl"),
+            "report": json.loads((out / "report.json").read_text()),
+        }
+    finally:
+        server.stop()
+
+
+def test_crawl_succeeds_and_drains(demo_crawl: dict[str, Any]) -> None:
+    run = demo_crawl["run"]
+    assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
+    assert run.record.status.value == "COMPLETED"
+    assert demo_crawl["report"]["summary"]["pending"] == 0
+
+
+def test_every_crawlable_page_fetched_exactly_once(demo_crawl: dict[str, Any]) -> None:
+    requested = [r.path for r in demo_crawl["log"] if r.path not in NOT_PAGES]
+    pages = [p for p in requested if not p.startswith(E.trap_prefix)]
+    counts = Counter(pages)
+    assert {p: n for p, n in counts.items() if n > 1} == {}
+    assert set(pages) == set(E.crawlable)
+    assert not set(pages) & set(E.disallowed)
+
+
+def test_robots_fetched_once_before_any_page(demo_crawl: dict[str, Any]) -> None:
+    log = sorted(demo_crawl["log"], key=lambda r: r.start)
+    assert log[0].path == "/robots.txt"
+    assert [r.path for r in log].count("/robots.txt") == 1
+
+
+def test_boundary_external_checked_never_expanded(demo_crawl: dict[str, Any]) -> None:
+    partner_paths = [r.path for r in demo_crawl["partner_log"]]
+    linked = {path for source, site, path in E.external}
+    assert Counter(p for p in partner_paths if p != "/robots.txt") == Counter(linked)
+    pages = {p["url"]: p for p in demo_crawl["pages"]}
+    for path in linked:
+        row = pages[demo_crawl["partner"] + path]
+        assert row["external"] is True and row["status"] == 200
+
+
+def test_pages_rows_and_link_edges(demo_crawl: dict[str, Any]) -> None:
+    base = demo_crawl["base"]
+    pages = {p["url"]: p for p in demo_crawl["pages"]}
+    fetched = {_path(u, base) for u, r in pages.items() if u.startswith(base) and r["outcome"] == "fetched"}
+    assert fetched - {p for p in fetched if p.startswith(E.trap_prefix)} == set(E.crawlable)
+    for path in E.disallowed:
+        assert pages[base + path]["outcome"] == "disallowed"
+    for path in E.orphans:
+        assert pages[base + path]["is_sitemap_url"] is True
+        assert "ALERT_GRAPH_ORPHAN_PAGE" in pages[base + path]["alerts"]
+    depths = {_path(u, base): r["depth"] for u, r in pages.items() if u.startswith(base)}
+    assert {p: d for p, d in depths.items() if p in E.depth} == dict(E.depth)
+    for row in pages.values():
+        for key in ("url", "status", "depth", "title", "is_sitemap_url", "alerts"):
+            assert key in row, (key, row["url"])
+    edges = {
+        (_path(link["source"], base), _path(link["target"], base))
+        for link in demo_crawl["links"]
+        if link["internal"] and not link.get("redirect")
+    }
+    expected = {(s, t) for s, t in E.edges if not s.startswith(E.trap_prefix) and not t.startswith(E.trap_prefix)}
+    crawl_edges = {(s, t) for s, t in edges if not s.startswith(E.trap_prefix) and not t.startswith(E.trap_prefix)}
+    assert crawl_edges == expected
+
+
+def _page(*links: tuple[str | None, str]) -> Any:
+    """A route whose links are (site or None for this one, path), rendered with the live ports."""
+
+    def route(request: Any, ctx: Any) -> Any:
+        hrefs = [ctx.url(path, site=site) if site else path for site, path in links]
+        body = "".join(f'<a href="{href}">{href}</a>' for href in hrefs)
+        return html(f"<html><head><title>chain page title here ok</title></head><body>{body}</body></html>")
+
+    return route
+
+
+def test_depth_limit_and_boundary(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    chain = SiteSpec(
+        "chain",
+        {
+            "/robots.txt": text("User-agent: *\nAllow: /\n"),
+            "/sitemap.xml": not_found(),
+            "/": _page((None, "/a1"), (None, "/b1"), ("outside", "/x")),
+            "/a1": _page((None, "/a2")),
+            "/a2": _page((None, "/a3")),
+            "/a3": _page((None, "/a4")),
+            "/a4": _page(),
+            "/b1": _page(("blocked", "/secret")),
+        },
+    )
+    outside = SiteSpec("outside", {"/robots.txt": text(""), "/x": _page((None, "/y")), "/y": _page()}, ip="127.0.0.3")
+    blocked = SiteSpec("blocked", {"/robots.txt": text(""), "/secret": _page()}, ip="127.0.0.4")
+    server = FixtureServer([chain, outside, blocked])
+    server.start()
+    try:
+        base = server.base_url("chain")
+        out_host, out_port = server.host_port("outside")
+        settings = CrawlSettings(
+            start_urls=(base + "/",), max_depth=2, allow_hosts=(f"{out_host}:{out_port}",), progress_poll_s=1
+        )
+        run = run_crawl(local_cloud, settings, workers=4, out_dir=tmp_path)
+        assert run.execution.status == "SUCCEEDED", run.execution.cause
+        chain_paths = Counter(r.path for r in server.log("chain") if r.path not in NOT_PAGES)
+        assert chain_paths == Counter({"/": 1, "/a1": 1, "/b1": 1, "/a2": 1})
+        assert [r.path for r in server.log("outside") if r.path != "/robots.txt"] == ["/x"]
+        assert server.log("blocked") == []
+        links = _rows(tmp_path / "links.jsonl")
+        beyond = [link for link in links if link["target"] == base + "/a3"]
+        assert beyond and beyond[0]["depth"] == 3
+        pages = {p["url"]: p for p in _rows(tmp_path / "pages.jsonl")}
+        assert base + "/a3" not in pages
+        blocked_row = pages[server.base_url("blocked") + "/secret"]
+        assert "ALERT_SSRF_BLOCKED" in blocked_row["alerts"]
+    finally:
+        server.stop()
