@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
+from aws_lambda_powertools.utilities.batch import (
+    AsyncBatchProcessor,
+    EventType,
+    async_process_partial_response,
+)
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -23,6 +27,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return await batch.handle(record.message_id, record.body)
 
     processor = app.extras.setdefault("processor", AsyncBatchProcessor(event_type=EventType.SQS))
-    return async_process_partial_response(
+    response = async_process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+    return dict(response)

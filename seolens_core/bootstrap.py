@@ -18,10 +18,10 @@ from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.crawl._pacing import PacingGate
-from seolens_core.crawl._robots_gate import RobotsGate
 from seolens_core.crawl._progress import ProgressChecker, ProgressServices
 from seolens_core.crawl._report import Reporter, ReportServices
-from seolens_core.crawl._seed import SeedServices, Seeder
+from seolens_core.crawl._robots_gate import RobotsGate
+from seolens_core.crawl._seed import Seeder, SeedServices
 from seolens_core.crawl._worker import PageWorker, WorkerServices
 
 T = TypeVar("T")
@@ -88,7 +88,9 @@ class Container:
 
     @cached_property
     def seeder(self) -> Seeder:
-        return Seeder(SeedServices(self.crawls, self.urls, self.queue, self.results, self.robots, self.pacing))
+        return Seeder(
+            SeedServices(self.crawls, self.urls, self.queue, self.results, self.robots, self.pacing)
+        )
 
     @cached_property
     def progress(self) -> ProgressChecker:

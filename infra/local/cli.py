@@ -1,7 +1,7 @@
 """`seolens`: crawl sites on the embedded local runtime (or the endpoint in AWS_ENDPOINT_URL).
 
-    seolens crawl https://example.com/ --out results --max-pages 500
-    seolens demo --out demo-results
+seolens crawl https://example.com/ --out results --max-pages 500
+seolens demo --out demo-results
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import logging
 import os
 import socket
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +29,9 @@ class CliError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seolens", description="SEO Lens: a polite, serverless SEO crawler.")
+    parser = argparse.ArgumentParser(
+        prog="seolens", description="SEO Lens: a polite, serverless SEO crawler."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     crawl = sub.add_parser("crawl", help="crawl one site (or several start URLs) and write the audit")
     crawl.add_argument("start_urls", nargs="+", metavar="START_URL")
@@ -47,15 +48,29 @@ def _crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=float, help="time budget of the crawl")
     p.add_argument("--user-agent", help="product token (and version), default SEOLens")
     p.add_argument("--include-subdomains", action="store_true", help="crawl subdomains of the start hosts")
-    p.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT]",
-                   help="also allow this host to resolve to a private/loopback address (repeatable)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="also allow this host to resolve to a private/loopback address (repeatable)",
+    )
     p.add_argument("--workers", type=int, default=4, help="concurrent emulated Lambda pollers (default 4)")
-    p.add_argument("--no-aimd", action="store_true", help="fixed delay and concurrency (robots Crawl-delay still applies)")
+    p.add_argument(
+        "--no-aimd",
+        action="store_true",
+        help="fixed delay and concurrency (robots Crawl-delay still applies)",
+    )
     p.add_argument("--max-query-params", type=int, help="prune URLs with more query parameters (default 2)")
     p.add_argument("--no-ignore-sorting-facets", action="store_true", help="keep sort/view facets in URLs")
-    p.add_argument("--force-crawl-delay-cap", action="store_true",
-                   help="crawl hosts whose Crawl-delay exceeds the maximum (pacing keeps the full delay)")
-    p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE", help="extra request header (secret)")
+    p.add_argument(
+        "--force-crawl-delay-cap",
+        action="store_true",
+        help="crawl hosts whose Crawl-delay exceeds the maximum (pacing keeps the full delay)",
+    )
+    p.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="extra request header (secret)"
+    )
     p.add_argument("--cookie", help="session cookie sent to the crawled site (secret)")
     p.add_argument("--config", type=Path, help="JSON or YAML file with crawl settings (options override it)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
@@ -119,7 +134,9 @@ def _load_config(path: Path) -> dict[str, Any]:
         else:
             loaded = json.loads(text)
     except Exception as exc:
-        raise CliError(f"config file {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
+        raise CliError(
+            f"config file {path} is not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}"
+        ) from None
     if not isinstance(loaded, dict):
         raise CliError(f"config file {path} must hold a mapping of settings")
     return loaded

@@ -191,4 +191,8 @@ def download_outputs(crawl_id: str, out_dir: Path) -> dict[str, Path]:
 
 
 def crawl_state(run: CrawlRun) -> dict[str, Any]:
-    return {"status": run.record.status.value, "execution": run.execution.status, "counters": run.record.counters}
+    return {
+        "status": run.record.status.value,
+        "execution": run.execution.status,
+        "counters": run.record.counters,
+    }

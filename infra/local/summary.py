@@ -42,6 +42,6 @@ def render_summary(run: Any, out_dir: Path, seconds: float) -> str:
         total = sum(calls.values())
         lines.append(f"  AWS API calls {total} ({total / max(fetched, 1):.2f} per fetched page)")
     lines.append("  outputs")
-    for name, path in sorted(run.outputs.items()):
+    for _name, path in sorted(run.outputs.items()):
         lines.append(f"    {path}")
     return "\n".join(lines)

@@ -72,7 +72,7 @@ class AwsClients:
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         for name in ("dynamodb", "sqs", "s3", "stepfunctions"):
             client = await self._stack.enter_async_context(
-                session.create_client(name, region_name=region, config=config)  # type: ignore[call-overload]
+                session.create_client(name, region_name=region, config=config)
             )
             setattr(self, name, self._meter.attach(client))
         return self

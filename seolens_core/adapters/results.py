@@ -24,7 +24,9 @@ class ResultsStore:
     def bucket(self) -> str:
         return self._bucket
 
-    async def put_part(self, crawl_id: str, kind: str, part_id: str, rows: Iterable[dict[str, Any]]) -> str | None:
+    async def put_part(
+        self, crawl_id: str, kind: str, part_id: str, rows: Iterable[dict[str, Any]]
+    ) -> str | None:
         body = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in rows)
         if not body:
             return None

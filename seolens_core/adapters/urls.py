@@ -49,7 +49,9 @@ class UrlStore:
         self._table = table
         self._seen = seen if seen is not None else SeenCache()
 
-    def _item(self, msg: FrontierMessage, host: str, now: float, *, done_outcome: str | None) -> dict[str, Any]:
+    def _item(
+        self, msg: FrontierMessage, host: str, now: float, *, done_outcome: str | None
+    ) -> dict[str, Any]:
         item: dict[str, Any] = {
             "crawl_id": {"S": msg.crawl_id},
             "url_key": {"S": msg.key},
@@ -142,7 +144,8 @@ class UrlStore:
     async def finish(self, done: Sequence[tuple[FrontierMessage, str, str]], now: float) -> None:
         """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call."""
         requests = [
-            {"PutRequest": {"Item": self._item(m, host, now, done_outcome=outcome)}} for m, host, outcome in done
+            {"PutRequest": {"Item": self._item(m, host, now, done_outcome=outcome)}}
+            for m, host, outcome in done
         ]
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self._table: requests[start : start + 25]}

@@ -39,8 +39,16 @@ class CrawlScope:
     def from_settings(cls, settings: CrawlSettings, now: float) -> CrawlScope:
         """`now` fixes the calendar trap guard's reference year."""
         config = NormalizeConfig(ignore_sorting_facets=settings.ignore_sorting_facets)
-        starts = tuple(u for u in (normalize(s, None, config) for s in settings.start_urls) if isinstance(u, NormalizedURL))
-        trusted = [u.host_port for u in starts] + [u.host for u in starts if u.port is None] + list(settings.allow_hosts)
+        starts = tuple(
+            u
+            for u in (normalize(s, None, config) for s in settings.start_urls)
+            if isinstance(u, NormalizedURL)
+        )
+        trusted = (
+            [u.host_port for u in starts]
+            + [u.host for u in starts if u.port is None]
+            + list(settings.allow_hosts)
+        )
         return cls(
             boundary=CrawlBoundary([u.host_port for u in starts], settings.include_subdomains),
             normalize_config=config,
@@ -166,7 +174,9 @@ def plan_redirect(
     return plan
 
 
-def _message(parent: FrontierMessage, target: NormalizedURL, depth: int, *, check_only: bool) -> FrontierMessage:
+def _message(
+    parent: FrontierMessage, target: NormalizedURL, depth: int, *, check_only: bool
+) -> FrontierMessage:
     return FrontierMessage(
         crawl_id=parent.crawl_id,
         url=target.url,

@@ -41,7 +41,11 @@ def skipped_row(msg: FrontierMessage, outcome: str, alert: str, detail: str) -> 
 def error_row(msg: FrontierMessage, result: FetchResult) -> dict[str, Any]:
     row = _base(msg, time.time())
     error = result.error
-    code = "ALERT_SSRF_BLOCKED" if error is not None and error.kind.value == "ssrf_blocked" else "ALERT_FETCH_ERROR"
+    code = (
+        "ALERT_SSRF_BLOCKED"
+        if error is not None and error.kind.value == "ssrf_blocked"
+        else "ALERT_FETCH_ERROR"
+    )
     row.update(
         {
             "status": None,
@@ -79,7 +83,7 @@ def page_row(
         row["redirect_to"] = target.url if target is not None else result.location[:2048]
     waf = detect_waf(result.body, result.headers, status=result.status)
     row["waf_provider"] = waf.provider if waf is not None else None
-    is_html = bool(content_type) and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
+    is_html = content_type is not None and content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
     row["is_html"] = is_html
     facts = PageFacts(url=url.url, is_html=False)
     plan = None
@@ -100,7 +104,11 @@ def page_row(
             row["links_internal"] = sum(1 for e in plan.edges if e["internal"])
             row["links_external"] = sum(1 for e in plan.edges if not e["internal"])
     fetch = FetchFacts(
-        status=result.status, final_url=url.url, ttfb_ms=result.ttfb_ms, size=len(result.body), content_type=content_type
+        status=result.status,
+        final_url=url.url,
+        ttfb_ms=result.ttfb_ms,
+        size=len(result.body),
+        content_type=content_type,
     )
     audit = _audit_settings(settings.thin_content_words)
     findings = audit_page(facts, fetch, audit, waf=waf, canonical_url=canonical)

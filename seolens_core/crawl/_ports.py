@@ -26,7 +26,9 @@ class RobotsPort(Protocol):
         self, origin: str, path_query: str, settings: CrawlSettings, fetcher: Fetcher, now: float
     ) -> RobotsAnswer: ...
 
-    async def sitemaps(self, origin: str, settings: CrawlSettings, fetcher: Fetcher, now: float) -> list[str]: ...
+    async def sitemaps(
+        self, origin: str, settings: CrawlSettings, fetcher: Fetcher, now: float
+    ) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)

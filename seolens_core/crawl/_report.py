@@ -37,9 +37,9 @@ class ReportServices:
     dead_letters: FrontierQueue | None
     pacing: PacingGate | None = None
     clock: Callable[[], float] = time.time
-    extra_outputs: list[Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], dict[str, bytes]]] = field(
-        default_factory=list
-    )
+    extra_outputs: list[
+        Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], dict[str, bytes]]
+    ] = field(default_factory=list)
 
 
 class Reporter:
@@ -53,7 +53,9 @@ class Reporter:
             return {"crawl_id": crawl_id, "ok": True}
         final_status = {
             "fail": CrawlStatus.FAILED,
-            "report": CrawlStatus.CANCELLED if record.status is CrawlStatus.CANCELLED else CrawlStatus.COMPLETED,
+            "report": CrawlStatus.CANCELLED
+            if record.status is CrawlStatus.CANCELLED
+            else CrawlStatus.COMPLETED,
         }.get(action, CrawlStatus.COMPLETED)
         report = await self.build(record, error=error)
         report["status"] = final_status.value
@@ -86,7 +88,13 @@ class Reporter:
         for p in pending:
             pages.setdefault(
                 p.url,
-                {"url": p.url, "status": None, "depth": p.depth, "outcome": "pending", "alerts": ["ALERT_URL_PENDING"]},
+                {
+                    "url": p.url,
+                    "status": None,
+                    "depth": p.depth,
+                    "outcome": "pending",
+                    "alerts": ["ALERT_URL_PENDING"],
+                },
             )
         dead = await self._dead_letters(crawl_id)
         for msg in dead:
@@ -98,7 +106,9 @@ class Reporter:
                 "alerts": ["ALERT_DEAD_LETTER"],
             }
         inlinks: Counter[str] = Counter()
-        fetched_html = {u for u, r in pages.items() if r.get("outcome") == "fetched" and r.get("status") == 200}
+        fetched_html = {
+            u for u, r in pages.items() if r.get("outcome") == "fetched" and r.get("status") == 200
+        }
         for link in links:
             if link.get("internal") and link["source"] != link["target"] and link["source"] in fetched_html:
                 inlinks[link["target"]] += 1
@@ -123,9 +133,9 @@ class Reporter:
         )
         for finding in site:
             findings.append(finding.to_row())
-            row = pages.get(finding.url)
-            if row is not None and finding.code not in row.setdefault("alerts", []):
-                row["alerts"].append(finding.code)
+            target_row = pages.get(finding.url)
+            if target_row is not None and finding.code not in target_row.setdefault("alerts", []):
+                target_row["alerts"].append(finding.code)
         findings.extend(seed_findings)
         report = {
             "crawl_id": crawl_id,
@@ -163,7 +173,9 @@ class Reporter:
         pages_body = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
         links_body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in links)
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore")
+        writer = csv.DictWriter(
+            buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore"
+        )
         writer.writeheader()
         for f in findings:
             writer.writerow(f)
@@ -201,7 +213,9 @@ def _link_depths(record: CrawlRecord, links: list[dict[str, Any]]) -> dict[str, 
     for link in links:
         if link.get("internal"):
             graph.setdefault(link["source"], []).append(link["target"])
-    starts = [u.url for u in (normalize(s) for s in record.settings.start_urls) if isinstance(u, NormalizedURL)]
+    starts = [
+        u.url for u in (normalize(s) for s in record.settings.start_urls) if isinstance(u, NormalizedURL)
+    ]
     depth = dict.fromkeys(starts, 0)
     frontier = list(starts)
     while frontier:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +19,9 @@ from seolens_core.adapters.urls import UrlStore
 from seolens_core.crawl._links import CrawlScope
 from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
 from seolens_core.crawl._worker import default_fetcher
-from seolens_core.fetch import FetchResult
+from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
+from seolens_core.settings import CrawlSettings
 from seolens_core.sitemaps import PROBE_PATHS, SitemapParser, SitemapWalk, candidate_sitemaps
 from seolens_core.urls import url_key_hex
 
@@ -50,11 +51,14 @@ class Seeder:
         record = await s.crawls.get(crawl_id)
         settings = record.settings
         scope = CrawlScope.from_settings(settings, s.clock())
-        fetcher = default_fetcher(settings.model_copy(update={"fetch": settings.fetch.model_copy(update={"max_body_bytes": SITEMAP_MAX_BYTES})}), scope.address_policy)
+        sitemap_fetch = settings.fetch.model_copy(update={"max_body_bytes": SITEMAP_MAX_BYTES})
+        fetcher = default_fetcher(settings.model_copy(update={"fetch": sitemap_fetch}), scope.address_policy)
         try:
             if cursor is None:
                 if record.status is CrawlStatus.QUEUED:
-                    await s.crawls.set_status(crawl_id, CrawlStatus.RUNNING, allowed_from=(CrawlStatus.QUEUED,))
+                    await s.crawls.set_status(
+                        crawl_id, CrawlStatus.RUNNING, allowed_from=(CrawlStatus.QUEUED,)
+                    )
                 starts = [
                     FrontierMessage(crawl_id=crawl_id, url=u.url, key=url_key_hex(u.url), depth=0)
                     for u in scope.start_urls
@@ -91,7 +95,9 @@ class Seeder:
             await self.s.crawls.add_counters(messages[0].crawl_id, {"n_discovered": len(winners)})
         return len(winners)
 
-    async def _polite_get(self, url: str, origin: str, path: str, settings: Any, fetcher: Any) -> FetchResult | str:
+    async def _polite_get(
+        self, url: str, origin: str, path: str, settings: CrawlSettings, fetcher: Fetcher
+    ) -> FetchResult | str:
         s = self.s
         for _ in range(30):
             now = s.clock()
@@ -122,8 +128,8 @@ class Seeder:
         probe: bool,
         cursor: dict[str, Any],
         scope: CrawlScope,
-        settings: Any,
-        fetcher: Any,
+        settings: CrawlSettings,
+        fetcher: Fetcher,
     ) -> None:
         target = scope.normalize(url)
         if target is None:
@@ -158,6 +164,9 @@ class Seeder:
                 cursor["todo"].append([entry.loc, level + 1, False])
                 continue
             loc = scope.normalize(entry.loc)
+            if loc is not None and settings.max_depth < SITEMAP_SEED_DEPTH:
+                rows.append({"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url})
+                continue
             if loc is None or not scope.boundary.is_internal(loc.host_port):
                 outside += 1
                 continue
@@ -174,7 +183,9 @@ class Seeder:
             )
             hosts.append(loc.origin)
         if outside:
-            cursor["findings"].append({"url": url, "code": "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "detail": str(outside)})
+            cursor["findings"].append(
+                {"url": url, "code": "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "detail": str(outside)}
+            )
         for start in range(0, len(pages), CLAIM_CHUNK):
             await self._enqueue(pages[start : start + CLAIM_CHUNK], hosts[start : start + CLAIM_CHUNK])
         await self.s.results.put_part(crawl_id, "sitemap", uuid.uuid4().hex, rows)

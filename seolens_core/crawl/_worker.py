@@ -19,7 +19,7 @@ from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import DONE, UrlStore
 from seolens_core.crawl._commit import BatchCommit, Contribution
-from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_links, plan_redirect
+from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
 from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
@@ -223,7 +223,9 @@ class BatchRun:
             c.count("n_deferred")
             return "robots_wait"
         if not answer.allowed:
-            c.pages.append(skipped_row(msg, "disallowed", answer.finding or "ALERT_ROBOTS_DISALLOWED", answer.reason))
+            c.pages.append(
+                skipped_row(msg, "disallowed", answer.finding or "ALERT_ROBOTS_DISALLOWED", answer.reason)
+            )
             c.finished.append((msg, host, "disallowed"))
             c.count("n_disallowed")
             return "disallowed"

@@ -34,7 +34,13 @@ class FrontierMessage:
     tries: int = 0
 
     def to_json(self) -> str:
-        body: dict[str, Any] = {"v": 1, "crawl_id": self.crawl_id, "url": self.url, "key": self.key, "depth": self.depth}
+        body: dict[str, Any] = {
+            "v": 1,
+            "crawl_id": self.crawl_id,
+            "url": self.url,
+            "key": self.key,
+            "depth": self.depth,
+        }
         if self.parent:
             body["parent"] = self.parent
         if self.sitemap:
@@ -68,8 +74,13 @@ class FrontierMessage:
         if len(key) != 16 or any(c not in "0123456789abcdef" for c in key):
             raise MessageError("key must be 16 lowercase hex digits")
         meta = data.get("meta") or {}
-        if not isinstance(meta, dict) or len(meta) > MAX_META_ENTRIES or not all(
-            isinstance(k, str) and isinstance(v, str) and len(v) <= MAX_META_VALUE for k, v in meta.items()
+        if (
+            not isinstance(meta, dict)
+            or len(meta) > MAX_META_ENTRIES
+            or not all(
+                isinstance(k, str) and isinstance(v, str) and len(v) <= MAX_META_VALUE
+                for k, v in meta.items()
+            )
         ):
             raise MessageError("meta must be a small map of strings")
         lastmod = data.get("lastmod")

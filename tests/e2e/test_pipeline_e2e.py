@@ -109,8 +109,12 @@ def test_pages_rows_and_link_edges(demo_crawl: dict[str, Any]) -> None:
         for link in demo_crawl["links"]
         if link["internal"] and not link.get("redirect")
     }
-    expected = {(s, t) for s, t in E.edges if not s.startswith(E.trap_prefix) and not t.startswith(E.trap_prefix)}
-    crawl_edges = {(s, t) for s, t in edges if not s.startswith(E.trap_prefix) and not t.startswith(E.trap_prefix)}
+    expected = {
+        (s, t) for s, t in E.edges if not s.startswith(E.trap_prefix) and not t.startswith(E.trap_prefix)
+    }
+    crawl_edges = {
+        (s, t) for s, t in edges if not s.startswith(E.trap_prefix) and not t.startswith(E.trap_prefix)
+    }
     assert crawl_edges == expected
 
 
@@ -139,7 +143,9 @@ def test_depth_limit_and_boundary(local_cloud: LocalCloud, tmp_path: Path) -> No
             "/b1": _page(("blocked", "/secret")),
         },
     )
-    outside = SiteSpec("outside", {"/robots.txt": text(""), "/x": _page((None, "/y")), "/y": _page()}, ip="127.0.0.3")
+    outside = SiteSpec(
+        "outside", {"/robots.txt": text(""), "/x": _page((None, "/y")), "/y": _page()}, ip="127.0.0.3"
+    )
     blocked = SiteSpec("blocked", {"/robots.txt": text(""), "/secret": _page()}, ip="127.0.0.4")
     server = FixtureServer([chain, outside, blocked])
     server.start()
