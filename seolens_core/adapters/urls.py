@@ -28,17 +28,19 @@ class PendingUrl:
 
 
 class SeenCache:
-    """A bounded, per-container memory of keys known to exist, so repeated links cost no AWS call."""
+    """A bounded, per-container memory of keys known to exist and who claimed them, so repeated links cost
+    no AWS call; a key this same parent claimed is never skipped (its retry must be able to re-send it)."""
 
     def __init__(self, max_entries: int = 500_000) -> None:
         self._max = max_entries
-        self._keys: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._keys: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    def __contains__(self, item: tuple[str, str]) -> bool:
-        return item in self._keys
+    def skips(self, crawl_id: str, key: str, claimer: str) -> bool:
+        owner = self._keys.get((crawl_id, key))
+        return owner is not None and owner != claimer
 
-    def add(self, crawl_id: str, key: str) -> None:
-        self._keys[(crawl_id, key)] = None
+    def add(self, crawl_id: str, key: str, claimer: str) -> None:
+        self._keys[(crawl_id, key)] = claimer
         if len(self._keys) > self._max:
             self._keys.popitem(last=False)
 
@@ -76,7 +78,11 @@ class UrlStore:
     ) -> list[FrontierMessage]:
         """Return the messages this writer must enqueue: newly created items, plus items this same parent
         claimed earlier but may not have sent (a retried parent re-sends them; the fetch side dedups)."""
-        todo = [(m, h) for m, h in zip(messages, hosts, strict=True) if (m.crawl_id, m.key) not in self._seen]
+        todo = [
+            (m, h)
+            for m, h in zip(messages, hosts, strict=True)
+            if not self._seen.skips(m.crawl_id, m.key, m.parent or "seed")
+        ]
         if not todo:
             return []
         unique: dict[tuple[str, str], tuple[FrontierMessage, str]] = {}
@@ -90,15 +96,14 @@ class UrlStore:
             if item is None:
                 to_put.append((msg, host))
                 continue
-            self._seen.add(*ident)
-            if item.get("url_state", {}).get("S") == QUEUED and item.get("claimed_by", {}).get("S") == (
-                msg.parent or "seed"
-            ):
+            owner = item.get("claimed_by", {}).get("S", "")
+            self._seen.add(*ident, owner)
+            if item.get("url_state", {}).get("S") == QUEUED and owner == (msg.parent or "seed"):
                 winners.append(msg)
         results = await asyncio.gather(*(self._put_new(m, h, now) for m, h in to_put))
         for (msg, _), won in zip(to_put, results, strict=True):
-            self._seen.add(msg.crawl_id, msg.key)
             if won:
+                self._seen.add(msg.crawl_id, msg.key, msg.parent or "seed")
                 winners.append(msg)
         return winners
 

@@ -33,7 +33,7 @@ def skipped_row(msg: FrontierMessage, outcome: str, alert: str, detail: str) -> 
     """A URL that was not fetched (robots, SSRF guard, refused Crawl-delay): still a row, never silently dropped."""
     row = _base(msg, time.time())
     row.update({"status": None, "outcome": outcome, "alerts": [alert], "alert_detail": detail})
-    if outcome == "disallowed":
+    if alert == "ALERT_ROBOTS_DISALLOWED":
         row["robots_disallowed"] = True
     return row
 

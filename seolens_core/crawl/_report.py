@@ -136,7 +136,9 @@ class Reporter:
             target_row = pages.get(finding.url)
             if target_row is not None and finding.code not in target_row.setdefault("alerts", []):
                 target_row["alerts"].append(finding.code)
-        findings.extend(seed_findings)
+        for f in seed_findings:
+            severity, title = describe(f["code"])
+            findings.append({**f, "severity": severity, "detail": f.get("detail") or title})
         report = {
             "crawl_id": crawl_id,
             "site": record.site,
