@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -12,10 +13,19 @@ from seolens_core.adapters.host_pacing import HostPacingStore
 from seolens_core.crawl._ports import Ticket, Wait
 from seolens_core.fetch import FetchResult
 from seolens_core.fetch._client import FetchErrorKind
-from seolens_core.politeness import AimdSettings, Deferred, Observation, acquire
+from seolens_core.politeness import (
+    AimdSettings,
+    DeferReason,
+    Deferred,
+    Observation,
+    WindowReport,
+    acquire,
+)
 from seolens_core.settings import CrawlSettings, PolitenessSettings
 
 LEASE_MARGIN_S = 30.0
+BUSY_POLL_S = 0.3
+"""Longest pause between local re-asks while every slot of a host is leased."""
 
 
 def aimd_settings(p: PolitenessSettings) -> AimdSettings:
@@ -52,35 +62,67 @@ class PacingGate:
         self._stores: dict[AimdSettings, HostPacingStore] = {}
         self._floors: dict[str, int] = {}
         self._leases: dict[str, HostPacingStore] = {}
+        self._rng = random.Random()
+        self.busy_polls = 0
+        """Local re-asks made while every slot of a host was leased (each one GetItem)."""
+        self._timeline: dict[str, list[WindowReport]] = {}
+        self._seen_window: dict[str, float] = {}
 
     def store(self, settings: CrawlSettings) -> HostPacingStore:
         aimd = aimd_settings(settings.politeness)
         store = self._stores.get(aimd)
         if store is None:
-            store = HostPacingStore(self._client, self._table, settings=aimd, clock=self._clock, sleep=self._sleep)
+            store = HostPacingStore(
+                self._client, self._table, settings=aimd, clock=self._clock, sleep=self._sleep
+            )
             self._stores[aimd] = store
         return store
 
-    async def acquire(self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float) -> Ticket | Wait:
+    async def acquire(
+        self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float
+    ) -> Ticket | Wait:
         store = self.store(settings)
-        floor_ms = int(round((floor_s or 0.0) * 1000))
+        floor_ms = round((floor_s or 0.0) * 1000)
         if self._floors.get(origin) != floor_ms:
             await store.set_floor(origin, floor_ms)
             self._floors[origin] = floor_ms
         lease_id = uuid.uuid4().hex
-        reservation = await acquire(
-            store,
-            origin,
-            lease_id,
-            lease_ttl_s=settings.fetch.total_timeout_s + LEASE_MARGIN_S,
-            max_local_wait_s=settings.politeness.max_local_wait_s,
-            clock=self._clock,
-            sleep=self._sleep,
-        )
+        deadline = self._clock() + settings.politeness.max_local_wait_s
+        while True:
+            reservation = await acquire(
+                store,
+                origin,
+                lease_id,
+                lease_ttl_s=settings.fetch.total_timeout_s + LEASE_MARGIN_S,
+                max_local_wait_s=max(0.0, deadline - self._clock()),
+                clock=self._clock,
+                sleep=self._sleep,
+            )
+            # All slots leased: the holders are usually waiting for their start or finishing a quick
+            # fetch, so a slot frees within the local wait; re-asking (one GetItem) beats a re-delivery.
+            if not (isinstance(reservation, Deferred) and reservation.reason is DeferReason.CONCURRENCY):
+                break
+            pause = self._rng.uniform(BUSY_POLL_S / 2, BUSY_POLL_S)
+            if self._clock() + pause > min(deadline, reservation.until):
+                break
+            self.busy_polls += 1
+            await self._sleep(pause)
         if isinstance(reservation, Deferred):
-            return Wait(until=reservation.until, reason=reservation.reason.value)
+            return Wait(until=self._come_back_at(reservation, settings), reason=reservation.reason.value)
         self._leases[lease_id] = store
         return Ticket(origin=origin, lease_id=lease_id, start_at=reservation.start_at)
+
+    def _come_back_at(self, deferred: Deferred, settings: CrawlSettings) -> float:
+        """When a deferred message should be received again.
+
+        A pacing deferral names the slot it could not wait for; the message comes back when that slot is
+        within local-wait reach, so some worker is always waiting for the next slot and none goes unused
+        (coming back exactly at the slot would leave it empty for the re-delivery latency). Blocks and
+        concurrency deferrals come back at the time named.
+        """
+        if deferred.reason is DeferReason.PACING:
+            return max(self._clock(), deferred.until - settings.politeness.max_local_wait_s)
+        return deferred.until
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
         store = self._leases.pop(ticket.lease_id)
@@ -95,4 +137,18 @@ class PacingGate:
                 retry_after=result.headers.get("retry-after"),
                 waf=waf,
             )
-        await store.release(ticket.origin, ticket.lease_id, observation)
+        state = await store.release(ticket.origin, ticket.lease_id, observation)
+        self._note_window(ticket.origin, state.last_window)
+
+    def _note_window(self, origin: str, window: WindowReport | None) -> None:
+        """Keep each closed window this container sees once (another container may see it too: the
+        reader de-duplicates on (origin, closed_at))."""
+        if window is None or window.closed_at <= self._seen_window.get(origin, 0.0):
+            return
+        self._seen_window[origin] = window.closed_at
+        self._timeline.setdefault(origin, []).append(window)
+
+    def drain_timeline(self) -> dict[str, list[WindowReport]]:
+        """The host timeline points (closed AIMD windows) noted since the last drain, per origin."""
+        drained, self._timeline = self._timeline, {}
+        return drained
