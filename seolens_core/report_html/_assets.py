@@ -25,7 +25,7 @@ h3{font-size:13px;margin:0 0 6px;color:var(--muted);font-weight:600}
 .kpi .k{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
 .st-COMPLETED .v{color:#1a7f37}.st-FAILED .v{color:#c0392b}.st-CANCELLED .v{color:#b26a00}
 .error{color:#c0392b;white-space:pre-wrap;word-break:break-word}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(380px,1fr));gap:16px}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px 28px}
 .chart-box{min-width:0}
 svg.chart{width:100%;height:auto;display:block}
 svg .grid{stroke:var(--line);stroke-width:1}
@@ -36,6 +36,7 @@ svg text.empty-note{font-size:14px}
 .host{margin-top:12px}
 .host h3{color:var(--fg);word-break:break-all}
 .host .charts{grid-template-columns:repeat(auto-fill,minmax(300px,1fr))}
+table.settings th{position:static;cursor:default;width:220px}
 .controls{display:flex;gap:10px;align-items:center;margin-bottom:10px;flex-wrap:wrap}
 .controls input{flex:1;min-width:220px;padding:7px 10px;border:1px solid #cfd4dc;
   border-radius:6px;font:inherit}

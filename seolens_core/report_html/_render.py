@@ -232,17 +232,21 @@ def _charts(summary: Mapping[str, Any], pages: list[dict[str, Any]], findings: l
 
 
 def ttfb_histogram(values: Iterable[float]) -> list[tuple[str, int]]:
-    """Counts per TTFB bucket: `<50`, `50-100`, ... `>=5000` (every bucket listed, empty ones too)."""
+    """Counts per TTFB bucket in ms: `<50`, `50-100`, ..., `2k-5k`, `>=5k` (every bucket listed, empty ones too)."""
     counts = [0] * (len(TTFB_BUCKETS) + 1)
     for v in values:
         i = 0
         while i < len(TTFB_BUCKETS) and v >= TTFB_BUCKETS[i]:
             i += 1
         counts[i] += 1
-    labels = [f"<{TTFB_BUCKETS[0]}"]
-    labels += [f"{a}-{b}" for a, b in itertools.pairwise(TTFB_BUCKETS)]
-    labels.append(f"\u2265{TTFB_BUCKETS[-1]}")
+    labels = [f"<{_ms(TTFB_BUCKETS[0])}"]
+    labels += [f"{_ms(a)}-{_ms(b)}" for a, b in itertools.pairwise(TTFB_BUCKETS)]
+    labels.append(f"\u2265{_ms(TTFB_BUCKETS[-1])}")
     return list(zip(labels, counts, strict=True))
+
+
+def _ms(value: int) -> str:
+    return f"{value // 1000}k" if value >= 1000 and value % 1000 == 0 else str(value)
 
 
 def _downsample(points: list[tuple[float, float]], limit: int) -> list[tuple[float, float]]:

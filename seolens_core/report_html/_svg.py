@@ -46,8 +46,15 @@ def nice_max(value: float) -> float:
     return 10.0 ** (exponent + 1)  # pragma: no cover - the loop always returns
 
 
-def _grid(y_max: float, plot_h: float, ticks: int = 4) -> list[str]:
+def _ticks(y_max: float) -> int:
+    """Tick count giving round steps: 1, 2.5 and 5 x 10^n split in 5, 2 x 10^n in 4."""
+    lead = y_max / 10.0 ** math.floor(math.log10(y_max))
+    return 4 if abs(lead - 2.0) < 1e-9 else 5
+
+
+def _grid(y_max: float, plot_h: float) -> list[str]:
     parts = []
+    ticks = _ticks(y_max)
     for i in range(ticks + 1):
         value = y_max * i / ticks
         y = _TOP + plot_h - plot_h * i / ticks
