@@ -220,7 +220,10 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
 
 @app.exception_handler(ValidationError)  # type: ignore[untyped-decorator]
 def _invalid_settings(exc: ValidationError) -> Response[Any]:
-    details = [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    details = [
+        {"loc": ["body", *(str(p) for p in e["loc"])], "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors()
+    ]
     message = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details)
     return _error(422, "invalid_request", message, details)
 

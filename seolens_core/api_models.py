@@ -21,6 +21,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     field_validator,
+    model_validator,
 )
 
 from seolens_core.fetch._guard import is_public
@@ -110,6 +111,15 @@ class StartCrawlRequest(BaseModel):
     include_subdomains: StrictBool = False
     user_agent: StrictStr | None = Field(None, min_length=1, max_length=200)
     options: CrawlOptions = Field(default_factory=lambda: CrawlOptions.model_validate({}))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_allow_hosts(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "allow_hosts" in data:
+            raise ValueError(
+                "allow_hosts is not accepted through the API: crawls may only target public hosts"
+            )
+        return data
 
     @field_validator("start_urls")
     @classmethod
