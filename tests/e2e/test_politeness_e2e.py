@@ -1,0 +1,167 @@
+"""Politeness proven by the fixture server's request log (start/end of every request), 4 workers.
+
+Each scenario is a small NumberedPages site; the crawler's own counters are only used to check the crawl
+ended, every claim about pacing is read from what the server saw.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.fixture_site import FixtureServer, RequestRecord
+from infra.fixture_site._routes import Latency
+from infra.fixture_site.sites import (
+    NumberedPages,
+    crawl_delay_site,
+    flaky_site,
+    numbered_site,
+    retry_after_site,
+    slow_site,
+)
+from infra.local.runtime import CrawlRun, LocalCloud, run_crawl
+from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+SITE = "site"
+ROBOTS = "/robots.txt"
+
+
+def crawl(
+    cloud: LocalCloud, server: FixtureServer, out: Path, **politeness: Any
+) -> tuple[CrawlRun, list[RequestRecord]]:
+    ip, port = server.host_port(SITE)
+    settings = CrawlSettings(
+        start_urls=(server.url(SITE, "/"),),
+        progress_poll_s=1,
+        robots_retry_base_s=1,
+        allow_hosts=(f"{ip}:{port}",),
+        politeness=PolitenessSettings(**politeness),
+    )
+    run = run_crawl(cloud, settings, workers=4, out_dir=out)
+    assert run.execution.status == "SUCCEEDED"
+    return run, [r for r in server.log(SITE) if r.path.split("?", 1)[0] != ROBOTS]
+
+
+def rate(records: list[RequestRecord]) -> float:
+    """Request starts per second between the first and the last start."""
+    starts = sorted(r.start for r in records)
+    return (len(starts) - 1) / (starts[-1] - starts[0])
+
+
+def fetched_pages(server: FixtureServer, pages: int) -> set[str]:
+    wanted = set(NumberedPages(pages).paths())
+    return {r.path for r in server.log(SITE) if r.status == 200 and r.path in wanted}
+
+
+# (a) Crawl-delay
+
+
+def test_crawl_delay_is_kept_between_every_two_starts(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    with FixtureServer([crawl_delay_site(0.5, pages=20, name=SITE)]) as server:
+        crawl(local_cloud, server, tmp_path)
+        assert fetched_pages(server, 20) == set(NumberedPages(20).paths())
+        gaps = server.gaps(SITE)
+    assert len(gaps) >= 20
+    assert min(gaps) >= 0.5, sorted(gaps)[:5]
+
+
+@pytest.mark.xfail(
+    reason="deferred messages are re-sent only when the whole batch flushes, with whole-second delays "
+    "computed when deferred (worker change requested from the lead); measured ~0.7",
+    strict=False,
+)
+def test_crawl_delay_rate_uses_the_allowed_budget(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    with FixtureServer([crawl_delay_site(0.5, pages=30, name=SITE)]) as server:
+        _, records = crawl(local_cloud, server, tmp_path)
+    pages = [r for r in records if r.path.startswith("/p/")]  # all known at once: the queue is never empty
+    assert len(pages) == 30
+    assert rate(pages) >= 0.95 * (1 / 0.5)
+
+
+# (b) Retry-After
+
+
+def test_no_request_inside_a_retry_after_window(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    seconds = 3
+    with FixtureServer([retry_after_site(seconds, ok_requests=3, pages=15, name=SITE)]) as server:
+        _, records = crawl(local_cloud, server, tmp_path)
+        assert fetched_pages(server, 15) == set(NumberedPages(15).paths())
+    limited = [r for r in records if r.status == 429]
+    assert limited, "the scenario must have answered 429 at least once"
+    for r in limited:
+        assert r.end is not None
+        inside = [o.path for o in records if r.end < o.start < r.end + seconds]
+        assert inside == [], f"requests inside the Retry-After window after {r.path}: {inside}"
+
+
+# (c) 503 storm
+
+
+@pytest.mark.heavy
+def test_rate_halves_within_a_window_of_503s_then_recovers(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    site = flaky_site(ok_requests=15, flaky_seconds=6.0, error_rate=0.3, pages=60, name=SITE)
+    with FixtureServer([site]) as server:
+        _, records = crawl(local_cloud, server, tmp_path, window=10)
+        assert fetched_pages(server, 60) == set(NumberedPages(60).paths())
+    records.sort(key=lambda r: r.start)
+    first_503 = next(i for i, r in enumerate(records) if r.status == 503)
+    t_fail = records[first_503].start
+    before = [r for r in records[:first_503] if r.start >= t_fail - 3.0]
+    # One window: 50 requests or 3 s, whichever comes first.
+    window_end = min(t_fail + 3.0, records[min(first_503 + 50, len(records) - 1)].start)
+    after = [r for r in records if window_end <= r.start < window_end + 3.0]
+    assert len(before) >= 3
+    rate_before = rate(before)
+    rate_after = (len(after) / 3.0) if after else 0.0
+    assert rate_after <= rate_before / 2, (rate_before, rate_after)
+    # Gently: once the failures stop the host is crawled to the end, never faster than before the storm.
+    last_503 = max(r.start for r in records if r.status == 503)
+    calm = [r for r in records if r.start > last_503]
+    assert len(calm) >= 2
+    assert rate(calm) <= rate_before * 1.1
+
+
+# (d) latency climb
+
+
+@pytest.mark.heavy
+def test_concurrency_and_rate_fall_when_latency_climbs(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    site = slow_site(start=0.02, end=0.6, over=6.0, pages=50, name=SITE)
+    with FixtureServer([site]) as server:
+        _, records = crawl(
+            local_cloud, server, tmp_path, window=10, initial_delay_ms=0, initial_concurrency=4
+        )
+    pages = sorted((r for r in records if r.path.startswith("/p/")), key=lambda r: r.start)
+    early, late = pages[:12], pages[-12:]
+    assert peak(late) < peak(early), (peak(early), peak(late))
+    assert rate(late) < rate(early), (rate(early), rate(late))
+
+
+def peak(records: list[RequestRecord]) -> int:
+    events = sorted(
+        itertools.chain.from_iterable(
+            ((r.start, 1), (r.end if r.end is not None else float("inf"), -1)) for r in records
+        )
+    )
+    current = best = 0
+    for _, step in events:
+        current += step
+        best = max(best, current)
+    return best
+
+
+# (e) in-flight per host
+
+
+def test_in_flight_never_exceeds_the_host_concurrency(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    pages = NumberedPages(30)
+    site = numbered_site(SITE, 30, wrap=Latency(pages, 0.3))
+    with FixtureServer([site]) as server:
+        crawl(local_cloud, server, tmp_path, initial_delay_ms=0, initial_concurrency=2, max_concurrency=2)
+        assert fetched_pages(server, 30) == set(pages.paths())
+        observed = server.peak_concurrency(SITE)
+    assert observed <= 2
+    assert observed == 2, "the scenario must actually use the allowed concurrency"
