@@ -127,7 +127,12 @@ class ApiAnswer:
 
 
 def call_api(
-    method: str, path: str, *, body: Any = None, raw_body: str | None = None, query: dict[str, str] | None = None
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    raw_body: str | None = None,
+    query: dict[str, str] | None = None,
 ) -> ApiAnswer:
     from functions.api import handler
 

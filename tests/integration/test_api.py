@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ def _ddb() -> Any:
 
 
 def _item(crawl_id: str) -> dict[str, Any] | None:
-    resp = _ddb().get_item(TableName=os.environ["CRAWLS_TABLE"], Key={"crawl_id": {"S": crawl_id}}, ConsistentRead=True)
+    resp = _ddb().get_item(
+        TableName=os.environ["CRAWLS_TABLE"], Key={"crawl_id": {"S": crawl_id}}, ConsistentRead=True
+    )
     item: dict[str, Any] | None = resp.get("Item")
     return item
 
@@ -48,7 +51,9 @@ def _start(starter: FakeStarter, body: dict[str, Any] | None = None) -> str:
 
 # ------------------------------------------------------------------ POST /crawls
 def test_start_records_the_crawl_and_starts_one_execution(starter: FakeStarter) -> None:
-    answer = call_api("POST", "/crawls", body={**VALID, "include_subdomains": True, "user_agent": "SEOLens/2.0"})
+    answer = call_api(
+        "POST", "/crawls", body={**VALID, "include_subdomains": True, "user_agent": "SEOLens/2.0"}
+    )
     assert answer.status == 202, answer.raw
     crawl_id = answer.body["crawl_id"]
     assert answer.body["status"] == "QUEUED"
@@ -58,7 +63,11 @@ def test_start_records_the_crawl_and_starts_one_execution(starter: FakeStarter) 
     assert answer.headers.get("Location") == url
     assert starter.started == [crawl_id]
     item = _item(crawl_id)
-    assert item is not None and item["status"]["S"] == "QUEUED" and item["site"]["S"] == "https://shop.example.com:443"
+    assert (
+        item is not None
+        and item["status"]["S"] == "QUEUED"
+        and item["site"]["S"] == "https://shop.example.com:443"
+    )
     stored = json.loads(item["settings"]["S"])
     assert stored["start_urls"] == ["https://shop.example.com/"]
     assert (stored["max_pages"], stored["max_depth"], stored["include_subdomains"]) == (50, 3, True)
@@ -74,7 +83,10 @@ def test_start_uses_deployment_defaults(starter: FakeStarter) -> None:
 
 
 def test_secrets_are_stored_for_workers_but_never_echoed(starter: FakeStarter) -> None:
-    body = {**VALID, "options": {"cookie": "session=s3cr3t-cookie", "extra_headers": {"Authorization": "Bearer t0ken"}}}
+    body = {
+        **VALID,
+        "options": {"cookie": "session=s3cr3t-cookie", "extra_headers": {"Authorization": "Bearer t0ken"}},
+    }
     crawl_id = _start(starter, body)
     stored = _item(crawl_id)["settings"]["S"]  # type: ignore[index]
     assert "s3cr3t-cookie" in stored and "t0ken" in stored
@@ -102,7 +114,9 @@ BAD_BODIES = [
     pytest.param({"start_urls": ["javascript:alert(1)"]}, "must be http(s)", id="javascript-url"),
     pytest.param({"start_urls": ["https://"]}, "no host", id="no-host"),
     pytest.param({"start_urls": ["https://u:p@a.example.com/"]}, "credentials", id="userinfo"),
-    pytest.param({"start_urls": [f"https://s{i}.example.com/" for i in range(101)]}, "start_urls", id="101-urls"),
+    pytest.param(
+        {"start_urls": [f"https://s{i}.example.com/" for i in range(101)]}, "start_urls", id="101-urls"
+    ),
     pytest.param({**VALID, "allow_hosts": ["10.0.0.5"]}, "allow_hosts", id="allow-hosts-refused"),
     pytest.param({"start_urls": ["http://127.0.0.1:8080/"]}, "not a public address", id="loopback"),
     pytest.param({"start_urls": ["http://10.1.2.3/"]}, "not a public address", id="private-10"),
@@ -115,7 +129,9 @@ BAD_BODIES = [
     pytest.param({"start_urls": ["http://intranet/"]}, "not a public host name", id="single-label"),
     pytest.param({**VALID, "user_agent": "bad agent!"}, "product token", id="bad-user-agent"),
     pytest.param({**VALID, "options": {"max_seconds": 0}}, "max_seconds", id="zero-time-budget"),
-    pytest.param({**VALID, "options": {"politeness": {"aimd": False}}}, "politeness", id="politeness-not-exposed"),
+    pytest.param(
+        {**VALID, "options": {"politeness": {"aimd": False}}}, "politeness", id="politeness-not-exposed"
+    ),
     pytest.param({**VALID, "options": {"bogus": 1}}, "bogus", id="unknown-option"),
     pytest.param({**VALID, "max_page": 10}, "max_page", id="typo-field"),
 ]
@@ -137,7 +153,14 @@ def test_invalid_bodies_are_422_naming_the_problem_and_write_nothing(
 
 @pytest.mark.parametrize(
     ("raw", "status"),
-    [("{", 400), ('{"start_urls": [', 400), ("not json", 400), ("[1, 2]", 422), ('"a string"', 422), ("", 422)],
+    [
+        ("{", 400),
+        ('{"start_urls": [', 400),
+        ("not json", 400),
+        ("[1, 2]", 422),
+        ('"a string"', 422),
+        ("", 422),
+    ],
 )
 def test_malformed_and_non_object_bodies(starter: FakeStarter, raw: str, status: int) -> None:
     before = _crawl_count()
@@ -153,7 +176,11 @@ def test_refused_execution_is_502_and_the_crawl_is_failed_not_lost(starter: Fake
     answer = call_api("POST", "/crawls", body=VALID)
     assert answer.status == 502, answer.raw
     assert answer.body["error"] == "not_started"
-    new = [c for c in call_api("GET", "/crawls", query={"limit": "100"}).body["crawls"] if c["crawl_id"] not in listed_before]
+    new = [
+        c
+        for c in call_api("GET", "/crawls", query={"limit": "100"}).body["crawls"]
+        if c["crawl_id"] not in listed_before
+    ]
     assert len(new) == 1
     item = _item(new[0]["crawl_id"])
     assert item is not None and item["status"]["S"] == "FAILED"
@@ -164,7 +191,10 @@ def test_unexpected_error_is_a_plain_500(starter: FakeStarter) -> None:
     starter.fail_with = RuntimeError("internal detail /var/task/x.py line 3")
     answer = call_api("POST", "/crawls", body=VALID)
     assert answer.status == 500
-    assert answer.body == {"error": "internal_error", "message": "internal error (logged with the request id)"}
+    assert answer.body == {
+        "error": "internal_error",
+        "message": "internal error (logged with the request id)",
+    }
     assert "Traceback" not in answer.raw and "internal detail" not in answer.raw
 
 
@@ -186,7 +216,12 @@ def test_list_newest_first_with_limit_and_status_filter(starter: FakeStarter) ->
 
 @pytest.mark.parametrize(
     ("query", "needle"),
-    [({"limit": "0"}, "limit"), ({"limit": "abc"}, "limit"), ({"limit": "101"}, "limit"), ({"status": "DONE"}, "status")],
+    [
+        ({"limit": "0"}, "limit"),
+        ({"limit": "abc"}, "limit"),
+        ({"limit": "101"}, "limit"),
+        ({"status": "DONE"}, "status"),
+    ],
 )
 def test_list_rejects_bad_query(starter: FakeStarter, query: dict[str, str], needle: str) -> None:
     answer = call_api("GET", "/crawls", query=query)
@@ -244,7 +279,9 @@ def test_pause_resume_cancel_transitions(starter: FakeStarter) -> None:
     assert paused.status == 200 and paused.body["status"] == "PAUSED"
     assert _item(crawl_id)["status"]["S"] == "PAUSED"  # type: ignore[index]
     again = call_api("POST", f"/crawls/{crawl_id}/pause")
-    assert again.status == 409 and again.body["error"] == "status_conflict" and "PAUSED" in again.body["message"]
+    assert (
+        again.status == 409 and again.body["error"] == "status_conflict" and "PAUSED" in again.body["message"]
+    )
     resumed = call_api("POST", f"/crawls/{crawl_id}/resume")
     assert resumed.status == 200 and resumed.body["status"] == "RUNNING"
     assert _item(crawl_id)["status"]["S"] == "RUNNING"  # type: ignore[index]
@@ -284,7 +321,10 @@ def test_report_links_are_short_lived_presigned_urls_to_the_objects(starter: Fak
     assert not_ready.status == 409 and not_ready.body["error"] == "report_not_ready"
     s3 = boto3.client("s3")
     bucket = os.environ["RESULTS_BUCKET"]
-    bodies = {"report.json": b'{"summary": {"urls": 3}}', "findings.csv": b"code,severity,url\nX,warning,https://a/\n"}
+    bodies = {
+        "report.json": b'{"summary": {"urls": 3}}',
+        "findings.csv": b"code,severity,url\nX,warning,https://a/\n",
+    }
     for name, data in bodies.items():
         s3.put_object(Bucket=bucket, Key=f"crawls/{crawl_id}/report/{name}", Body=data)
     s3.put_object(Bucket=bucket, Key=f"crawls/{crawl_id}/pages/p1.jsonl", Body=b"{}\n")  # not a report object
@@ -323,7 +363,7 @@ def test_openapi_document_is_in_sync() -> None:
 def test_openapi_routes_match_the_template() -> None:
     import yaml
 
-    class _Loader(yaml.SafeLoader):
+    class _Loader(yaml.SafeLoader):  # type: ignore[misc]
         pass
 
     _Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
@@ -333,3 +373,30 @@ def test_openapi_routes_match_the_template() -> None:
     document = json.loads((REPO / "docs" / "openapi.json").read_text())
     documented = {(m, p) for p, ops in document["paths"].items() for m in ops}
     assert routes == documented
+
+
+# ------------------------------------------------------------------ Step Functions adapter
+def test_step_functions_starter_starts_a_named_execution_once(control_cloud: LocalCloud) -> None:
+    from seolens_core.bootstrap import container
+    from seolens_core.control import StepFunctionsStarter
+
+    app = container()
+    arn = os.environ.get("STATE_MACHINE_ARN")
+    assert arn, "the deployed ApiFunction environment names the state machine"
+    real = StepFunctionsStarter(app.clients.stepfunctions, arn)
+    crawl_id = f"sfn{int(time.time() * 1000)}"
+    execution_arn = app.run(real.start(crawl_id))
+    described = boto3.client("stepfunctions").describe_execution(executionArn=execution_arn)
+    assert described["name"] == crawl_id
+    assert json.loads(described["input"]) == {"crawl_id": crawl_id}
+    assert described["stateMachineArn"] == arn
+    # A retried start (same name, same input) is idempotent in Step Functions: still one execution.
+    try:
+        again: str | None = app.run(real.start(crawl_id))
+    except ExecutionStartFailed:
+        again = None
+    assert again in (None, execution_arn)
+    executions = boto3.client("stepfunctions").list_executions(stateMachineArn=arn)["executions"]
+    assert [e["name"] for e in executions].count(crawl_id) == 1
+    with pytest.raises(ExecutionStartFailed):
+        app.run(StepFunctionsStarter(app.clients.stepfunctions, None).start("x"))

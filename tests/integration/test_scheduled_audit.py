@@ -31,12 +31,16 @@ def _run(monkeypatch: pytest.MonkeyPatch, sites: str) -> dict[str, Any]:
     from functions.scheduled_audit import handler
 
     monkeypatch.setenv("SCHEDULED_SITES", sites)
-    result: dict[str, Any] = handler(SCHEDULE_INPUT, LambdaContextStub(function_name="seolens-ScheduledAudit"))  # type: ignore[arg-type]
+    context: Any = LambdaContextStub(function_name="seolens-ScheduledAudit")
+    result: dict[str, Any] = handler(SCHEDULE_INPUT, context)
     return result
 
 
 def test_one_crawl_per_site_bad_sites_reported(starter: FakeStarter, monkeypatch: pytest.MonkeyPatch) -> None:
-    result = _run(monkeypatch, " https://a.example.com/ ,https://b.example.net/shop,,https://a.example.com/,ftp://c.example/")
+    result = _run(
+        monkeypatch,
+        " https://a.example.com/ ,https://b.example.net/shop,,https://a.example.com/,ftp://c.example/",
+    )
     started = {r["start_url"]: r for r in result["started"]}
     assert set(started) == {"https://a.example.com/", "https://b.example.net/shop"}
     assert [f["site"] for f in result["failed"]] == ["ftp://c.example/"]
@@ -55,7 +59,9 @@ def test_no_sites_starts_nothing(starter: FakeStarter, monkeypatch: pytest.Monke
     assert starter.started == []
 
 
-def test_refused_start_does_not_stop_the_other_sites(starter: FakeStarter, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refused_start_does_not_stop_the_other_sites(
+    starter: FakeStarter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     starter.fail_with = RuntimeError("throttled")
     result = _run(monkeypatch, "https://first.example.com/,https://second.example.com/")
     assert [f["site"] for f in result["failed"]] == ["https://first.example.com/"]
@@ -63,7 +69,9 @@ def test_refused_start_does_not_stop_the_other_sites(starter: FakeStarter, monke
     assert len(starter.started) == 1
 
 
-def test_previous_completed_crawl_of_the_same_site_is_named(starter: FakeStarter, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_previous_completed_crawl_of_the_same_site_is_named(
+    starter: FakeStarter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site_url = f"https://audit-{int(time.time() * 1000)}.example.com/"
     app = container()
     settings = CrawlSettings.model_validate({"start_urls": (site_url,)})
