@@ -12,6 +12,12 @@ from seolens_core.adapters.urls import UrlStore
 from seolens_core.crawl._robots_gate import RobotsGate
 
 SUSPENDED_FAILURES_TO_GIVE_UP = 3
+"""A host whose robots.txt failed this many times in a row (and is still suspended) no longer keeps the crawl
+running. The back-off is base * 2**(n-1), so that is about 3 x `robots_retry_base_s` after the first failure
+(3 min at the 60 s default; 3 s with a 1 s base in tests) plus the fetch timeouts. Its URLs stay pending."""
+PENDING_SAMPLE = 200
+PENDING_FULL_SCAN = 100_000
+"""Only when every host of the sample is given up are all pending URLs read, to see every pending host."""
 
 
 @dataclass
@@ -49,18 +55,34 @@ class ProgressChecker:
                 crawl_id, CrawlStatus.FINISHING, allowed_from=(CrawlStatus.RUNNING, CrawlStatus.QUEUED)
             )
             return {**out, "state": "BUDGET_REACHED", "budget": "pages" if over_pages else "time"}
-        pending, more = await s.urls.pending(crawl_id, limit=200)
+        pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE)
         if not pending:
             return {**out, "state": "DRAINED", "pending": 0}
-        if not more and await self._all_given_up(list({p.host for p in pending if p.host}), now):
-            return {**out, "state": "DRAINED", "pending": len(pending), "pending_hosts_suspended": True}
+        given_up: set[str] = set()
+        if await self._all_given_up({p.host for p in pending}, given_up) and more:
+            # Many URLs wait behind unreachable hosts: look at every pending host before calling it drained.
+            pending, more = await s.urls.pending(crawl_id, limit=PENDING_FULL_SCAN)
+            if more or not await self._all_given_up({p.host for p in pending}, given_up):
+                return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
+        if all(p.host in given_up for p in pending):
+            return {
+                **out,
+                "state": "DRAINED",
+                "pending": len(pending),
+                "pending_hosts_suspended": sorted(given_up),
+            }
         return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
 
-    async def _all_given_up(self, hosts: list[str], now: float) -> bool:
-        for host in hosts:
+    async def _all_given_up(self, hosts: set[str], given_up: set[str]) -> bool:
+        """True when every host is suspended by robots.txt failures and has been retried enough;
+        adds the hosts found given up to `given_up` (so a second call does not ask twice)."""
+        for host in sorted(hosts - given_up):
+            if not host:
+                return False
             decision = await self.s.robots.stored_decision(host)
             if decision is None or not decision.suspended:
                 return False
             if decision.state.consecutive_failures < SUSPENDED_FAILURES_TO_GIVE_UP:
                 return False
+            given_up.add(host)
         return True

@@ -1,13 +1,20 @@
 """RobotsGate: no page of a host is fetched before its robots decision exists.
 
 The decision lives in HostsTable (`host`, kind `ROBOTS`), shared by every worker and every crawl; one worker
-at a time refreshes it under a short lease. Each container keeps parsed rules for a few seconds.
+at a time refreshes it under a short lease, and the failure history (retry back-off) is read from the stored
+item under that lease, never from a container's cache. Each container keeps parsed rules for a few seconds.
+
+robots.txt may be 500 KiB (RFC 9309) but a DynamoDB item holds 400 KB: the texts live zlib-compressed in a
+Binary attribute (`text_z`), the decision JSON refers to them. A text that still does not fit is cut at a line
+boundary to fit; the item then carries `finding` = ALERT_ROBOTS_TEXT_TRUNCATED and the original size.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
+import zlib
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -15,10 +22,10 @@ from seolens_core.crawl._ports import RobotsAnswer
 from seolens_core.fetch import Fetcher
 from seolens_core.fetch._client import FetchErrorKind
 from seolens_core.robots import (
+    DecisionReason,
     FetchKind,
     NetworkErrorClass,
     PageAction,
-    DecisionReason,
     RobotsDecision,
     RobotsFetchOutcome,
     RobotsMode,
@@ -26,14 +33,17 @@ from seolens_core.robots import (
     RobotsSettings,
     RobotsState,
     crawl_delay_policy,
-    rules_for,
     decide_robots,
     decision_for,
+    rules_for,
 )
 from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL, normalize
 
 KIND = "ROBOTS"
+ALERT_ROBOTS_TEXT_TRUNCATED = "ALERT_ROBOTS_TEXT_TRUNCATED"
+TEXT_BUDGET_BYTES = 300_000
+"""Largest compressed text stored in one item (DynamoDB's limit is 400 KB for the whole item)."""
 LOCAL_CACHE_S = 10.0
 LEASE_S = 60.0
 BUSY_RETRY_S = 2.0
@@ -45,9 +55,11 @@ _NET = {
     FetchErrorKind.TIMEOUT: NetworkErrorClass.TIMEOUT,
     FetchErrorKind.TLS: NetworkErrorClass.TLS,
 }
+_log = logging.getLogger(__name__)
 
 
 def decision_to_json(decision: RobotsDecision) -> str:
+    """The decision as JSON, texts included (see `decision_to_item` for the stored, compressed form)."""
     data = asdict(decision)
     data["mode"] = decision.mode.value
     data["reason"] = decision.reason.value
@@ -65,6 +77,93 @@ def decision_from_json(raw: str) -> RobotsDecision:
         reason=DecisionReason(data["reason"]),
         state=RobotsState(**data["state"]),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredText:
+    """How the robots texts were stored: compressed size, and whether they had to be cut to fit."""
+
+    compressed_bytes: int
+    original_bytes: int
+    truncated: bool
+
+
+def _fit(text: str, budget: int) -> tuple[bytes, str, bool]:
+    """zlib of `text`, or of its longest prefix cut at a line boundary whose zlib fits `budget`."""
+    raw = text.encode("utf-8")
+    packed = zlib.compress(raw, 9)
+    if len(packed) <= budget:
+        return packed, text, False
+    lo, hi = 0, len(raw)  # invariant: prefix of lo bytes fits, of hi bytes does not
+    while hi - lo > 1024:
+        mid = (lo + hi) // 2
+        if len(zlib.compress(raw[:mid], 9)) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    cut = raw.rfind(b"\n", 0, lo)
+    kept = raw[: cut + 1] if cut >= 0 else b""
+    return zlib.compress(kept, 9), kept.decode("utf-8", "ignore"), True
+
+
+def decision_to_item(
+    decision: RobotsDecision, budget: int = TEXT_BUDGET_BYTES
+) -> tuple[dict[str, Any], StoredText | None]:
+    """DynamoDB attributes for a decision: JSON without the texts, the text(s) zlib-compressed in `text_z`.
+
+    rules_text and state.last_good_text are almost always the same text; it is stored once.
+    """
+    rules, good = decision.rules_text, decision.state.last_good_text
+    text = rules if rules is not None else good
+    data = json.loads(
+        decision_to_json(
+            replace(decision, rules_text=None, state=replace(decision.state, last_good_text=None))
+        )
+    )
+    attrs: dict[str, Any] = {}
+    stored: StoredText | None = None
+    if text is not None:
+        packed, kept, truncated = _fit(text, budget)
+        data["rules_text"] = "$text" if rules is not None else None
+        data["state"]["last_good_text"] = "$text" if good == text else None
+        if good is not None and good != text:
+            # An outage decision never holds two different texts, but stay exact if one ever does.
+            packed_good, _, truncated_good = _fit(good, budget // 2)
+            packed, kept, truncated = _fit(text, budget // 2)
+            truncated = truncated or truncated_good
+            data["state"]["last_good_text"] = "$good"
+            attrs["good_z"] = {"B": packed_good}
+        attrs["text_z"] = {"B": packed}
+        stored = StoredText(len(packed), len(text.encode("utf-8")), truncated)
+        if truncated:
+            attrs["finding"] = {"S": ALERT_ROBOTS_TEXT_TRUNCATED}
+            attrs["text_bytes"] = {"N": str(stored.original_bytes)}
+            attrs["kept_bytes"] = {"N": str(len(kept.encode("utf-8")))}
+    attrs["decision"] = {"S": json.dumps(data, separators=(",", ":"))}
+    return attrs, stored
+
+
+def decision_from_item(item: dict[str, Any]) -> RobotsDecision | None:
+    """The decision stored by `decision_to_item` (None when the item has none yet, e.g. only a lease)."""
+    raw = item.get("decision", {}).get("S")
+    if not raw:
+        return None
+    data = json.loads(raw)
+    texts = {
+        "$text": _unzip(item.get("text_z")),
+        "$good": _unzip(item.get("good_z")),
+    }
+    for holder, name in ((data, "rules_text"), (data["state"], "last_good_text")):
+        value = holder.get(name)
+        if isinstance(value, str) and value in texts:
+            holder[name] = texts[value]
+    return decision_from_json(json.dumps(data))
+
+
+def _unzip(attr: dict[str, Any] | None) -> str | None:
+    if not attr or "B" not in attr:
+        return None
+    return zlib.decompress(bytes(attr["B"])).decode("utf-8")
 
 
 @dataclass
@@ -113,14 +212,21 @@ class RobotsGate:
         rules = entry.rules
         applied = rules.applied_agent if rules is not None else None
         if verdict.action is PageAction.WAIT:
-            return RobotsAnswer(False, wait_until=verdict.until, reason="robots.txt unreachable: host suspended")
+            return RobotsAnswer(
+                False, wait_until=verdict.until, reason="robots.txt unreachable: host suspended"
+            )
         if verdict.action is PageAction.FETCH_ROBOTS:
             return RobotsAnswer(False, wait_until=now + BUSY_RETRY_S, reason="robots.txt being fetched")
         if verdict.action is PageAction.DISALLOWED:
             return RobotsAnswer(
-                False, reason="disallowed by robots.txt", finding="ALERT_ROBOTS_DISALLOWED", applied_agent=applied
+                False,
+                reason="disallowed by robots.txt",
+                finding="ALERT_ROBOTS_DISALLOWED",
+                applied_agent=applied,
             )
-        delay = crawl_delay_policy(rules.crawl_delay if rules is not None else None, self._robots_settings(settings))
+        delay = crawl_delay_policy(
+            rules.crawl_delay if rules is not None else None, self._robots_settings(settings)
+        )
         if delay.refused:
             return RobotsAnswer(
                 False,
@@ -146,19 +252,21 @@ class RobotsGate:
         resp = await self._client.get_item(
             TableName=self._table, Key={"host": {"S": origin}, "kind": {"S": KIND}}, ConsistentRead=True
         )
-        raw = resp.get("Item", {}).get("decision", {}).get("S")
-        return decision_from_json(raw) if raw else None
+        return decision_from_item(resp.get("Item", {}))
 
     async def _entry(self, origin: str, agents: tuple[str, ...], now: float) -> _Entry:
         entry = self._cache.get(origin)
-        if entry is not None and entry.agents == agents and now - entry.loaded_at < LOCAL_CACHE_S:
-            if entry.decision is None or now < entry.decision.valid_until:
-                return entry
+        if (
+            entry is not None
+            and entry.agents == agents
+            and now - entry.loaded_at < LOCAL_CACHE_S
+            and (entry.decision is None or now < entry.decision.valid_until)
+        ):
+            return entry
         resp = await self._client.get_item(
             TableName=self._table, Key={"host": {"S": origin}, "kind": {"S": KIND}}, ConsistentRead=True
         )
-        raw = resp.get("Item", {}).get("decision", {}).get("S")
-        decision = decision_from_json(raw) if raw else None
+        decision = decision_from_item(resp.get("Item", {}))
         entry = _Entry(decision, _rules(decision, agents), agents, now)
         self._cache[origin] = entry
         return entry
@@ -167,16 +275,26 @@ class RobotsGate:
         self, origin: str, agents: tuple[str, ...], fetcher: Fetcher, now: float, settings: CrawlSettings
     ) -> _Entry | RobotsAnswer:
         try:
-            await self._client.update_item(
+            leased = await self._client.update_item(
                 TableName=self._table,
                 Key={"host": {"S": origin}, "kind": {"S": KIND}},
                 UpdateExpression="SET lease_until = :l",
                 ConditionExpression="attribute_not_exists(lease_until) OR lease_until < :now",
                 ExpressionAttributeValues={":l": {"N": repr(now + LEASE_S)}, ":now": {"N": repr(now)}},
+                ReturnValues="ALL_NEW",
             )
         except self._client.exceptions.ConditionalCheckFailedException:
-            return RobotsAnswer(False, wait_until=now + BUSY_RETRY_S, reason="robots.txt being fetched by another worker")
-        previous = self._cache.get(origin)
+            return RobotsAnswer(
+                False, wait_until=now + BUSY_RETRY_S, reason="robots.txt being fetched by another worker"
+            )
+        # The failure history comes from the stored item (read under the lease), not from this container's
+        # cache: another worker may have recorded failures since, and the back-off must keep growing.
+        stored = decision_from_item(leased.get("Attributes", {}))
+        if stored is not None and _current(stored, now):
+            await self._release_lease(origin)  # another worker refreshed it meanwhile
+            entry = _Entry(stored, _rules(stored, agents), agents, now)
+            self._cache[origin] = entry
+            return entry
         outcome = await self._fetch(origin, fetcher, settings)
         if outcome is None:
             await self._release_lease(origin)
@@ -184,17 +302,25 @@ class RobotsGate:
         fetched_at = time.time()
         decision = decide_robots(
             outcome,
-            previous.decision.state if previous is not None and previous.decision is not None else None,
+            stored.state if stored is not None else None,
             fetched_at,
             self._robots_settings(settings),
         )
         self.fetches += 1
+        attrs, text = decision_to_item(decision)
+        if text is not None and text.truncated:
+            _log.warning(
+                "robots.txt of %s cut to fit the hosts table (%d bytes, %s)",
+                origin,
+                text.original_bytes,
+                ALERT_ROBOTS_TEXT_TRUNCATED,
+            )
         await self._client.put_item(
             TableName=self._table,
             Item={
                 "host": {"S": origin},
                 "kind": {"S": KIND},
-                "decision": {"S": decision_to_json(decision)},
+                **attrs,
                 "mode": {"S": decision.mode.value},
                 "reason": {"S": decision.reason.value},
                 "fetched_at": {"N": repr(fetched_at)},
@@ -212,7 +338,9 @@ class RobotsGate:
             UpdateExpression="REMOVE lease_until",
         )
 
-    async def _fetch(self, origin: str, fetcher: Fetcher, settings: CrawlSettings) -> RobotsFetchOutcome | None:
+    async def _fetch(
+        self, origin: str, fetcher: Fetcher, settings: CrawlSettings
+    ) -> RobotsFetchOutcome | None:
         """GET /robots.txt following up to max_redirects hops (each hop SSRF-checked); None if refused."""
         url = f"{origin}/robots.txt"
         seen = {url}
@@ -224,7 +352,9 @@ class RobotsGate:
                 if result.error.kind is FetchErrorKind.SSRF_BLOCKED:
                     return None
                 return RobotsFetchOutcome(
-                    FetchKind.NETWORK_ERROR, error=_NET.get(result.error.kind, NetworkErrorClass.OTHER), redirect_hops=hops
+                    FetchKind.NETWORK_ERROR,
+                    error=_NET.get(result.error.kind, NetworkErrorClass.OTHER),
+                    redirect_hops=hops,
                 )
             status = result.status or 0
             location = result.location
@@ -234,7 +364,9 @@ class RobotsGate:
                     return RobotsFetchOutcome(FetchKind.HTTP_STATUS, status=status, redirect_hops=hops)
                 hops += 1
                 if target.url in seen:
-                    return RobotsFetchOutcome(FetchKind.HTTP_STATUS, status=status, redirect_hops=hops, redirect_loop=True)
+                    return RobotsFetchOutcome(
+                        FetchKind.HTTP_STATUS, status=status, redirect_hops=hops, redirect_loop=True
+                    )
                 if hops > self._settings.max_redirects:
                     return RobotsFetchOutcome(FetchKind.HTTP_STATUS, status=status, redirect_hops=hops)
                 seen.add(target.url)
@@ -263,6 +395,13 @@ def _max_age(value: str | None) -> float | None:
         if name.lower() == "max-age" and arg.strip().isdigit():
             return float(arg.strip())
     return None
+
+
+def _current(decision: RobotsDecision, now: float) -> bool:
+    """True when the stored decision needs no robots fetch at `now` (valid, or suspended until later)."""
+    if decision.suspended:
+        return decision.retry_at is not None and now < decision.retry_at
+    return now < decision.valid_until
 
 
 def _rules(decision: RobotsDecision | None, agents: tuple[str, ...]) -> RobotsRules | None:
