@@ -47,7 +47,7 @@ table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:6px 10px;border-bottom:1px solid var(--line);vertical-align:top}
 th{position:sticky;top:0;background:#f0f2f5;cursor:pointer;user-select:none;white-space:nowrap;font-size:12px}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-td.url a,td.url span{word-break:break-all}
+td.url{min-width:260px}td.url a,td.url span{word-break:break-all}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.code{font-family:"DejaVu Sans Mono",ui-monospace,monospace;font-size:12px}
 a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}

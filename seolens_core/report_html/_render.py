@@ -185,7 +185,7 @@ def _charts(summary: Mapping[str, Any], pages: list[dict[str, Any]], findings: l
     ]
     by_depth: Mapping[str, Any] = summary.get("by_depth") or {}
     depth_bars = [
-        Bar(str(k), float(v), "#5b7bd5")
+        Bar("none" if k in ("None", "null", "") else str(k), float(v), "#5b7bd5")
         for k, v in sorted(by_depth.items(), key=lambda kv: _sort_key(str(kv[0])))
         if isinstance(v, (int, float))
     ]

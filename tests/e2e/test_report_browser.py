@@ -9,6 +9,7 @@ Install the browser with scripts/install-browser.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import random
@@ -346,8 +347,6 @@ async def _exercise(
 
 
 def test_report_renders_filters_and_stays_inert_in_chromium(tmp_path: Path) -> None:
-    import base64
-
     report, pages, findings = _synthetic()
     html_path = tmp_path / "report.html"
     html_path.write_bytes(render_report_html(report, pages, findings))
@@ -408,3 +407,81 @@ def test_report_renders_filters_and_stays_inert_in_chromium(tmp_path: Path) -> N
     assert facts["first_url_sorted"] == critical_urls[0]
     product_1 = sum("product-1" in p["url"] for p in pages)
     assert 0 < facts["pages_filtered"]["rows"] == product_1 < len(pages)
+
+
+# --- the same checks on a real crawl of the demo shop (about a minute: heavy) ---------------------------
+
+
+async def _load(html_path: Path, shot: Path) -> dict[str, Any]:
+    async with browser_page() as cdp:
+        await cdp.send("Page.enable")
+        await cdp.send("Network.enable")
+        await cdp.send(
+            "Emulation.setDeviceMetricsOverride", width=1280, height=2400, deviceScaleFactor=1, mobile=False
+        )
+        cdp.events.clear()
+        await cdp.send("Page.navigate", url=html_path.as_uri())
+        await cdp.wait_event("Page.loadEventFired")
+        facts: dict[str, Any] = {
+            "ready": await cdp.js("document.body.dataset.ready || null"),
+            "charts": await cdp.js(CHART_FACTS),
+            "findings": await cdp.js(TABLE_FACTS % '"findings"'),
+            "pages": await cdp.js(TABLE_FACTS % '"pages"'),
+        }
+        await cdp.js(_type("findings", "orphan"))
+        facts["orphans"] = await cdp.js(TABLE_FACTS % '"findings"')
+        await cdp.js(_type("findings", ""))
+        facts["requests"] = [
+            e["params"]["request"]["url"]
+            for e in cdp.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
+        png = await cdp.send("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        shot.write_bytes(base64.b64decode(png["data"]))
+        return facts
+
+
+@pytest.mark.heavy
+@pytest.mark.timeout(300)
+def test_report_of_a_real_demo_crawl_in_chromium(local_cloud: Any, tmp_path: Path) -> None:
+    import csv
+    from collections import Counter
+
+    from infra.fixture_site import FixtureServer
+    from infra.fixture_site._demo import demo_sites
+    from infra.local.runtime import run_crawl
+    from seolens_core.settings import CrawlSettings
+
+    server = FixtureServer(demo_sites())
+    server.start()
+    try:
+        allow = tuple(f"{h}:{p}" for h, p in (server.host_port("demo"), server.host_port("partner")))
+        settings = CrawlSettings(
+            start_urls=(server.base_url("demo") + "/",),
+            progress_poll_s=1,
+            robots_retry_base_s=1,
+            allow_hosts=allow,
+        )
+        run = run_crawl(local_cloud, settings, workers=4, out_dir=tmp_path)
+    finally:
+        server.stop()
+    assert run.execution.status == "SUCCEEDED"
+    report = json.loads(run.outputs["report.json"].read_text())
+    pages = [json.loads(line) for line in run.outputs["pages.jsonl"].read_text().splitlines() if line]
+    with run.outputs["findings.csv"].open(newline="") as fh:
+        findings = [{k: (v or None) for k, v in row.items()} for row in csv.DictReader(fh)]
+    html_path = tmp_path / "report.html"
+    html_path.write_bytes(render_report_html(report, pages, findings))
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    facts = asyncio.run(_load(html_path, ARTIFACTS / "report-demo.png"))
+
+    assert facts["ready"] == "1"
+    assert facts["requests"] == [html_path.as_uri()]
+    assert facts["findings"]["rows"] == len(findings) > 0
+    assert facts["pages"]["rows"] == len(pages)
+    orphans = sum(f["code"] == "ALERT_GRAPH_ORPHAN_PAGE" for f in findings)
+    assert 0 < facts["orphans"]["rows"] == orphans < len(findings)
+    statuses = Counter("none" if p.get("status") is None else str(p["status"]) for p in pages)
+    assert {s["label"]: int(s["value"]) for s in facts["charts"]["status"]["shapes"]} == dict(statuses)
+    assert all(s["w"] > 0 and s["h"] > 0 for s in facts["charts"]["status"]["shapes"])
