@@ -59,6 +59,8 @@ class CrawlSettings(BaseModel):
     user_agent: str = Field(DEFAULT_USER_AGENT_TOKEN, min_length=1, max_length=200)
     include_subdomains: bool = False
     allow_hosts: tuple[str, ...] = ()
+    # Start hosts may resolve to private/loopback addresses (the CLI's local audits); the HTTP API turns it off.
+    trust_start_hosts: bool = True
     max_query_params: int = Field(2, ge=0, le=100)
     ignore_sorting_facets: bool = True
     respect_nofollow: bool = True
