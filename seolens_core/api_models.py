@@ -143,6 +143,7 @@ class StartCrawlRequest(BaseModel):
                 "thin_content_words": o.thin_content_words,
                 "extra_headers": o.extra_headers,
                 "cookie": o.cookie,
+                "trust_start_hosts": False,
             }
         )
 

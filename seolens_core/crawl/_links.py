@@ -44,11 +44,9 @@ class CrawlScope:
             for u in (normalize(s, None, config) for s in settings.start_urls)
             if isinstance(u, NormalizedURL)
         )
-        trusted = (
-            [u.host_port for u in starts]
-            + [u.host for u in starts if u.port is None]
-            + list(settings.allow_hosts)
-        )
+        trusted = list(settings.allow_hosts)
+        if settings.trust_start_hosts:
+            trusted += [u.host_port for u in starts] + [u.host for u in starts if u.port is None]
         return cls(
             boundary=CrawlBoundary([u.host_port for u in starts], settings.include_subdomains),
             normalize_config=config,

@@ -59,6 +59,8 @@ class Reporter:
         }.get(action, CrawlStatus.COMPLETED)
         report = await self.build(record, error=error)
         report["status"] = final_status.value
+        if final_status is CrawlStatus.COMPLETED:
+            report["comparison"] = await self._compare_with_previous(record, report)
         files = self.render(report)
         keys = {}
         for name, (body, ctype) in files.items():
@@ -191,6 +193,24 @@ class Reporter:
             for name, body in extra(report, rows, findings).items():
                 files[name] = (body, "text/html" if name.endswith(".html") else "application/octet-stream")
         return files
+
+    async def _compare_with_previous(self, record: CrawlRecord, report: dict[str, Any]) -> dict[str, Any] | None:
+        """New and fixed findings and status changes since the last completed crawl of the same site."""
+        previous = await self.s.crawls.previous_of_site(record.site, record.created_at)
+        if previous is None:
+            return None
+        base = f"crawls/{previous.crawl_id}/report/"
+        try:
+            pages_raw = await self.s.results.get_file(base + "pages.jsonl")
+            findings_raw = await self.s.results.get_file(base + "findings.csv")
+        except Exception:  # the previous crawl's outputs expired or were never written
+            return {"previous_crawl_id": previous.crawl_id, "error": "previous outputs not available"}
+        prev_pages = [json.loads(line) for line in pages_raw.decode("utf-8").splitlines() if line]
+        prev_findings = list(csv.DictReader(io.StringIO(findings_raw.decode("utf-8"))))
+        from seolens_core.control._compare import compare_crawls  # control imports the composition root
+
+        comparison = compare_crawls(prev_pages, prev_findings, report["_pages"], report["_findings"])
+        return {"previous_crawl_id": previous.crawl_id, **comparison}
 
     async def _dead_letters(self, crawl_id: str) -> list[FrontierMessage]:
         """Peek at the dead-letter queue for this crawl's URLs (left in place for the redrive command)."""
