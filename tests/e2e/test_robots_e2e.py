@@ -48,7 +48,7 @@ def _page_requests(records: list[RequestRecord]) -> list[RequestRecord]:
 
 def _schedule(name: str, i: int) -> float:
     """Least gap between robots request i and i+1: the back-off base * 2**i, plus the timeout of a hang."""
-    return RETRY_BASE_S * 2**i + (TIMEOUT_S if name == "robots-hang" else 0.0)
+    return RETRY_BASE_S * 2.0**i + (TIMEOUT_S if name == "robots-hang" else 0.0)
 
 
 def _gaps(records: list[RequestRecord]) -> list[float]:

@@ -1,0 +1,232 @@
+"""RobotsGate on the embedded moto server: big robots.txt stored compressed (or cut, with a finding) within
+DynamoDB's 400 KB item limit, and the retry back-off kept from the stored state across containers and races."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import string
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import pytest
+from aiobotocore.session import get_session
+
+from infra.local.moto_server import EmbeddedMoto
+from seolens_core.crawl._robots_gate import (
+    ALERT_ROBOTS_TEXT_TRUNCATED,
+    KIND,
+    TEXT_BUDGET_BYTES,
+    RobotsGate,
+)
+from seolens_core.fetch import Fetcher, FetchResult
+from seolens_core.robots import DecisionReason, RobotsMode
+from seolens_core.settings import CrawlSettings
+
+HOST = "http://robots.example:8080"
+SETTINGS = CrawlSettings(start_urls=(HOST + "/",), robots_retry_base_s=1.0)
+DYNAMODB_ITEM_LIMIT = 400 * 1024
+
+
+class FakeFetcher:
+    """Answers robots.txt from a script; counts the fetches; `latency` delays each answer."""
+
+    def __init__(self, status: int, body: bytes = b"", latency: float = 0.0) -> None:
+        self.status, self.body, self.latency = status, body, latency
+        self.calls = 0
+
+    async def fetch(
+        self, url: str, headers: dict[str, str] | None = None, method: str = "GET"
+    ) -> FetchResult:
+        self.calls += 1
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return FetchResult(
+            url=url, status=self.status, body=self.body, headers={"content-type": "text/plain"}
+        )
+
+
+class SlowLeases:
+    """A DynamoDB client whose update_item (the lease) waits first: a worker that read the host's state
+    and is slow to claim the lease, so another worker refreshes robots.txt in between."""
+
+    def __init__(self, client: Any, wait_s: float) -> None:
+        self._client, self._wait = client, wait_s
+        self.exceptions = client.exceptions
+
+    async def update_item(self, **kwargs: Any) -> Any:
+        await asyncio.sleep(self._wait)
+        return await self._client.update_item(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+@asynccontextmanager
+async def hosts_table(moto: EmbeddedMoto) -> AsyncIterator[tuple[Any, str]]:
+    session = get_session()
+    async with session.create_client(
+        "dynamodb",
+        endpoint_url=moto.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ) as client:
+        name = f"hosts-{uuid.uuid4().hex[:10]}"
+        await client.create_table(
+            TableName=name,
+            KeySchema=[
+                {"AttributeName": "host", "KeyType": "HASH"},
+                {"AttributeName": "kind", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "host", "AttributeType": "S"},
+                {"AttributeName": "kind", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        yield client, name
+
+
+async def _item(client: Any, table: str) -> dict[str, Any]:
+    resp = await client.get_item(
+        TableName=table, Key={"host": {"S": HOST}, "kind": {"S": KIND}}, ConsistentRead=True
+    )
+    return cast(dict[str, Any], resp["Item"])
+
+
+def _item_bytes(item: dict[str, Any]) -> int:
+    """Rough DynamoDB item size: names plus values (what the 400 KB limit counts)."""
+    total = 0
+    for name, value in item.items():
+        total += len(name)
+        (kind, raw), *_ = value.items()
+        total += len(raw) if kind == "B" else len(str(raw).encode("utf-8"))
+    return total
+
+
+def _big_compressible() -> str:
+    """~500 KiB of ordinary rules; the last line disallows /zz-last/."""
+    lines = ["User-agent: *"]
+    n = 0
+    while sum(len(line) + 1 for line in lines) < 500 * 1024 - 100:
+        lines.append(f"Disallow: /catalogue/section-{n}/item-*.html$")
+        n += 1
+    lines.append("Disallow: /zz-last/")
+    return "\n".join(lines) + "\n"
+
+
+def _big_incompressible(seed: int = 4) -> str:
+    """~500 KiB of random paths: zlib cannot bring it under the budget. /early/ is disallowed first."""
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "-_"
+    lines = ["User-agent: *", "Disallow: /early/"]
+    while sum(len(line) + 1 for line in lines) < 500 * 1024 - 100:
+        lines.append("Disallow: /" + "".join(rng.choices(alphabet, k=60)))
+    lines.append("Disallow: /zz-last/")
+    return "\n".join(lines) + "\n"
+
+
+def test_500_kib_robots_is_stored_compressed_and_applied(moto_server: EmbeddedMoto) -> None:
+    async def scenario() -> None:
+        async with hosts_table(moto_server) as (client, table):
+            text = _big_compressible()
+            fetcher = FakeFetcher(200, text.encode())
+            gate = RobotsGate(client, table)
+            now = time.time()
+            blocked = await gate.check(HOST, "/zz-last/x", SETTINGS, cast(Fetcher, fetcher), now)
+            assert not blocked.allowed and blocked.finding == "ALERT_ROBOTS_DISALLOWED"
+            item = await _item(client, table)
+            assert "text" not in item["decision"]["S"] or len(item["decision"]["S"]) < 4096
+            assert _item_bytes(item) < DYNAMODB_ITEM_LIMIT
+            assert "finding" not in item
+            # A second container reads the stored decision back: same text, same rules, no new fetch.
+            other = RobotsGate(client, table)
+            stored = await other.stored_decision(HOST)
+            assert stored is not None and stored.mode is RobotsMode.PARSED
+            assert stored.rules_text == text and stored.state.last_good_text == text
+            assert not (await other.check(HOST, "/zz-last/y", SETTINGS, cast(Fetcher, fetcher), now)).allowed
+            assert (await other.check(HOST, "/open", SETTINGS, cast(Fetcher, fetcher), now)).allowed
+            assert fetcher.calls == 1
+
+    asyncio.run(scenario())
+
+
+def test_uncompressible_robots_is_cut_with_a_finding(moto_server: EmbeddedMoto) -> None:
+    async def scenario() -> None:
+        async with hosts_table(moto_server) as (client, table):
+            text = _big_incompressible()
+            # Without compression or cutting, the item would not be accepted at all.
+            with pytest.raises(client.exceptions.ClientError, match=r"[Ss]ize"):
+                await client.put_item(
+                    TableName=table,
+                    Item={"host": {"S": HOST}, "kind": {"S": "RAW"}, "text": {"S": text}},
+                )
+            fetcher = FakeFetcher(200, text.encode())
+            gate = RobotsGate(client, table)
+            now = time.time()
+            early = await gate.check(HOST, "/early/page", SETTINGS, cast(Fetcher, fetcher), now)
+            assert not early.allowed  # the decision is kept: the rules that fit still apply
+            item = await _item(client, table)
+            assert item["finding"]["S"] == ALERT_ROBOTS_TEXT_TRUNCATED
+            assert int(item["text_bytes"]["N"]) == len(text.encode())
+            kept = int(item["kept_bytes"]["N"])
+            assert 0 < kept < len(text.encode())
+            assert len(item["text_z"]["B"]) <= TEXT_BUDGET_BYTES
+            assert _item_bytes(item) < DYNAMODB_ITEM_LIMIT
+            stored = await RobotsGate(client, table).stored_decision(HOST)
+            assert stored is not None and stored.mode is RobotsMode.PARSED
+            assert stored.rules_text is not None and text.startswith(stored.rules_text)
+            assert stored.rules_text.endswith("\n"), "cut at a line boundary"
+
+    asyncio.run(scenario())
+
+
+def test_backoff_grows_across_containers_and_a_late_lease_does_not_refetch(moto_server: EmbeddedMoto) -> None:
+    async def scenario() -> None:
+        async with hosts_table(moto_server) as (client, table):
+            fetcher = FakeFetcher(503, latency=0.05)
+            f = cast(Fetcher, fetcher)
+            a, b = RobotsGate(client, table), RobotsGate(client, table)
+            answer = await a.check(HOST, "/", SETTINGS, f, time.time())
+            assert answer.wait_until is not None and not answer.allowed
+            gaps: list[float] = []
+            # Containers take turns: each retry reads the failure count stored by the other one.
+            for n, gate in enumerate([b, a, b, a], start=2):
+                stored = await a.stored_decision(HOST)
+                assert stored is not None and stored.suspended and stored.retry_at is not None
+                assert stored.state.consecutive_failures == n - 1
+                gaps.append(stored.retry_at - stored.state.first_failure_at if n == 2 else 0.0)
+                early = await gate.check(HOST, "/", SETTINGS, f, stored.retry_at - 0.2)
+                assert early.wait_until == stored.retry_at and fetcher.calls == n - 1, (
+                    "no fetch before retry_at"
+                )
+                await gate.check(HOST, "/", SETTINGS, f, stored.retry_at + 0.01)
+                assert fetcher.calls == n
+            final = await b.stored_decision(HOST)
+            assert final is not None and final.reason is DecisionReason.UNREACHABLE
+            assert final.state.consecutive_failures == 5
+            assert final.retry_at is not None
+            # 5th failure: base * 2**4 = 16 s after it (time.time() at the fetch's end).
+            assert 15.5 <= final.retry_at - time.time() <= 16.1
+
+            # A worker that read the suspended state but claims the lease after another worker refreshed
+            # must not fetch again (and must not restart the back-off from its stale copy).
+            due = final.retry_at + 0.01
+            slow = RobotsGate(SlowLeases(client, 0.3), table)
+            fast = RobotsGate(client, table)
+
+            async def fast_later() -> None:
+                await asyncio.sleep(0.05)
+                await fast.check(HOST, "/", SETTINGS, f, due)
+
+            slow_answer, _ = await asyncio.gather(slow.check(HOST, "/", SETTINGS, f, due), fast_later())
+            assert fetcher.calls == 6, "the late lease holder fetched robots.txt again"
+            after = await fast.stored_decision(HOST)
+            assert after is not None and after.state.consecutive_failures == 6
+            assert slow_answer.wait_until is not None and slow_answer.wait_until >= due
+
+    asyncio.run(scenario())
