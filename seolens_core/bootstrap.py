@@ -23,6 +23,7 @@ from seolens_core.crawl._report import Reporter, ReportServices
 from seolens_core.crawl._robots_gate import RobotsGate
 from seolens_core.crawl._seed import Seeder, SeedServices
 from seolens_core.crawl._worker import PageWorker, WorkerServices
+from seolens_core.report_html import render_report_html
 
 T = TypeVar("T")
 
@@ -98,12 +99,27 @@ class Container:
 
     @cached_property
     def reporter(self) -> Reporter:
-        return Reporter(ReportServices(self.crawls, self.urls, self.results, self.dead_letters, self.pacing))
+        return Reporter(
+            ReportServices(
+                self.crawls,
+                self.urls,
+                self.results,
+                self.dead_letters,
+                self.pacing,
+                extra_outputs=[_html_report],
+            )
+        )
 
     def close(self) -> None:
         if self._clients is not None:
             self.run(self._clients.close())
         self.loop.close()
+
+
+def _html_report(
+    report: dict[str, Any], rows: list[dict[str, Any]], findings: list[dict[str, Any]]
+) -> dict[str, bytes]:
+    return {"report.html": render_report_html(report, rows, findings)}
 
 
 _local = threading.local()
