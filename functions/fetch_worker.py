@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import (
     AsyncBatchProcessor,
     EventType,
@@ -29,5 +30,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     processor = app.extras.setdefault("processor", AsyncBatchProcessor(event_type=EventType.SQS))
     response = async_process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
+    )
+    for outcome, count in batch.outcomes.items():
+        metrics.add_metric(name=f"urls_{outcome}", unit=MetricUnit.Count, value=count)
+    metrics.add_metric(
+        name="batch_failures", unit=MetricUnit.Count, value=len(response.get("batchItemFailures", []))
     )
     return dict(response)

@@ -10,6 +10,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +151,7 @@ class BatchRun:
         self._messages: dict[str, FrontierMessage] = {}
         self._states: dict[tuple[str, str], str] = {}
         self._bodies: list[tuple[str, str]] = []
+        self.outcomes: Counter[str] = Counter()
 
     def add_body(self, message_id: str, body: str) -> None:
         self._bodies.append((message_id, body))
@@ -181,6 +183,7 @@ class BatchRun:
             commit.withdraw()
             raise
         await commit.submit(contribution)
+        self.outcomes[outcome] += 1
         return outcome
 
     async def _process(self, msg: FrontierMessage, c: Contribution) -> str:
