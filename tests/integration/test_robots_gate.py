@@ -193,19 +193,21 @@ def test_backoff_grows_across_containers_and_a_late_lease_does_not_refetch(moto_
             a, b = RobotsGate(client, table), RobotsGate(client, table)
             answer = await a.check(HOST, "/", SETTINGS, f, time.time())
             assert answer.wait_until is not None and not answer.allowed
-            gaps: list[float] = []
             # Containers take turns: each retry reads the failure count stored by the other one.
             for n, gate in enumerate([b, a, b, a], start=2):
                 stored = await a.stored_decision(HOST)
                 assert stored is not None and stored.suspended and stored.retry_at is not None
                 assert stored.state.consecutive_failures == n - 1
-                gaps.append(stored.retry_at - stored.state.first_failure_at if n == 2 else 0.0)
                 early = await gate.check(HOST, "/", SETTINGS, f, stored.retry_at - 0.2)
                 assert early.wait_until == stored.retry_at and fetcher.calls == n - 1, (
                     "no fetch before retry_at"
                 )
                 await gate.check(HOST, "/", SETTINGS, f, stored.retry_at + 0.01)
                 assert fetcher.calls == n
+                after_retry = await a.stored_decision(HOST)
+                assert after_retry is not None and after_retry.retry_at is not None
+                gap = after_retry.retry_at - time.time()  # base * 2**(n-1) from the failed fetch's end
+                assert 2.0 ** (n - 1) - 0.5 <= gap <= 2.0 ** (n - 1) + 0.01, (n, gap)
             final = await b.stored_decision(HOST)
             assert final is not None and final.reason is DecisionReason.UNREACHABLE
             assert final.state.consecutive_failures == 5
