@@ -38,6 +38,13 @@ _PIPELINE = [
         "robots.txt asks for a longer Crawl-delay than max_crawl_delay; the host was skipped (or use --force-crawl-delay-cap).",
     ),
     (
+        "ALERT_ROBOTS_TEXT_TRUNCATED",
+        S.NOTICE,
+        C.CRAWL,
+        "robots.txt too large to store whole",
+        "Rules beyond the stored part were ignored; keep robots.txt well under 500 KiB.",
+    ),
+    (
         "ALERT_SSRF_BLOCKED",
         S.WARNING,
         C.ACCESS,

@@ -19,6 +19,8 @@ class RobotsAnswer:
     reason: str = ""
     finding: str | None = None
     applied_agent: str | None = None
+    suspended: bool = False
+    """True when the host's robots.txt is unreachable and the host is suspended until `wait_until`."""
 
 
 class RobotsPort(Protocol):

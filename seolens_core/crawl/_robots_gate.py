@@ -213,7 +213,10 @@ class RobotsGate:
         applied = rules.applied_agent if rules is not None else None
         if verdict.action is PageAction.WAIT:
             return RobotsAnswer(
-                False, wait_until=verdict.until, reason="robots.txt unreachable: host suspended"
+                False,
+                wait_until=verdict.until,
+                reason="robots.txt unreachable: host suspended",
+                suspended=True,
             )
         if verdict.action is PageAction.FETCH_ROBOTS:
             return RobotsAnswer(False, wait_until=now + BUSY_RETRY_S, reason="robots.txt being fetched")

@@ -103,7 +103,7 @@ class Seeder:
             now = s.clock()
             answer = await s.robots.check(origin, path, settings, fetcher, now)
             if answer.wait_until is not None:
-                if answer.wait_until - now > 30:
+                if answer.suspended or answer.wait_until - now > 30:
                     return "robots.txt unavailable"
                 await _sleep(answer.wait_until - now)
                 continue
