@@ -45,6 +45,13 @@ class PolitenessSettings(BaseModel):
     max_crawl_delay_s: float = Field(30.0, gt=0)
     force_crawl_delay_cap: bool = False
     max_local_wait_s: float = Field(2.0, ge=0, le=30)
+    backoff_factor: float = Field(2.0, gt=1, le=10)
+    min_backoff_step_ms: int = Field(250, ge=0, le=10_000)
+    baseline_alpha: float = Field(0.2, gt=0, le=1)
+    block_base_s: float = Field(5.0, gt=0)
+    block_cap_s: float = Field(600.0, gt=0)
+    quiet_reset_s: float = Field(120.0, gt=0)
+    incident_cooldown_s: float = Field(1.0, ge=0)
 
 
 class CrawlSettings(BaseModel):

@@ -7,6 +7,8 @@ move a URL towards the dead-letter queue, never politeness waits.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,8 +21,13 @@ MAX_SQS_DELAY_S = 900
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
+    """A message to send; `not_before` (epoch seconds) becomes its DelaySeconds at the moment it is sent."""
+
     message: FrontierMessage
-    delay_s: int = 0
+    not_before: float = 0.0
+
+    def delay_s(self, now: float) -> int:
+        return max(0, min(MAX_SQS_DELAY_S, math.ceil(self.not_before - now)))
 
 
 class SendFailed(RuntimeError):
@@ -37,11 +44,9 @@ class FrontierQueue:
         await asyncio.gather(*(self._send_chunk(c) for c in chunks))
 
     async def _send_chunk(self, chunk: Sequence[Outgoing]) -> None:
+        now = time.time()
         entries = {
-            uuid.uuid4().hex: {
-                "MessageBody": o.message.to_json(),
-                "DelaySeconds": max(0, min(MAX_SQS_DELAY_S, o.delay_s)),
-            }
+            uuid.uuid4().hex: {"MessageBody": o.message.to_json(), "DelaySeconds": o.delay_s(now)}
             for o in chunk
         }
         for attempt in range(6):

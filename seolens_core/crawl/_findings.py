@@ -38,6 +38,13 @@ _PIPELINE = [
         "robots.txt asks for a longer Crawl-delay than max_crawl_delay; the host was skipped (or use --force-crawl-delay-cap).",
     ),
     (
+        "ALERT_HOST_SUSPENDED",
+        S.WARNING,
+        C.CRAWL,
+        "Host suspended by a long Retry-After",
+        "The host asked to wait longer than retry_after_cap_s; its URLs were not fetched earlier than asked.",
+    ),
+    (
         "ALERT_ROBOTS_TEXT_TRUNCATED",
         S.NOTICE,
         C.CRAWL,

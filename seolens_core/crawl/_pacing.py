@@ -45,6 +45,13 @@ def aimd_settings(p: PolitenessSettings) -> AimdSettings:
         max_concurrency=p.max_concurrency,
         enabled=p.aimd,
         retry_after_cap_s=p.retry_after_cap_s,
+        backoff_factor=p.backoff_factor,
+        min_backoff_step_ms=p.min_backoff_step_ms,
+        baseline_alpha=p.baseline_alpha,
+        block_base_s=p.block_base_s,
+        block_cap_s=p.block_cap_s,
+        quiet_reset_s=p.quiet_reset_s,
+        incident_cooldown_s=p.incident_cooldown_s,
     )
 
 
@@ -119,7 +126,9 @@ class PacingGate:
         if isinstance(reservation, Deferred):
             return Wait(until=self._come_back_at(reservation, settings), reason=reservation.reason.value)
         self._leases[lease_id] = store
-        return Ticket(origin=origin, lease_id=lease_id, start_at=reservation.start_at)
+        return Ticket(
+            origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
+        )
 
     def _come_back_at(self, deferred: Deferred, settings: CrawlSettings) -> float:
         """When a deferred message should be received again.
@@ -148,6 +157,11 @@ class PacingGate:
             )
         state = await store.release(ticket.origin, ticket.lease_id, observation)
         self._note_window(ticket.origin, state.last_window)
+
+    async def give_back(self, ticket: Ticket) -> None:
+        """Return a slot unused (the worker could not start on time): no observation, the lease is freed."""
+        store = self._leases.pop(ticket.lease_id)
+        await store.release(ticket.origin, ticket.lease_id, None)
 
     def _note_window(self, origin: str, window: WindowReport | None) -> None:
         """Keep each closed window this container sees once (another container may see it too: the

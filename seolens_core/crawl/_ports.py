@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from seolens_core.fetch import Fetcher, FetchResult
+from seolens_core.politeness import WindowReport
 from seolens_core.settings import CrawlSettings
 
 
@@ -40,6 +41,8 @@ class Ticket:
     origin: str
     lease_id: str
     start_at: float
+    slack_s: float = 0.0
+    """Start no later than `start_at + slack_s`, or the gap to the next worker's slot shrinks: give it back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +59,7 @@ class PacingPort(Protocol):
     ) -> Ticket | Wait: ...
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None: ...
+
+    async def give_back(self, ticket: Ticket) -> None: ...
+
+    def drain_timeline(self) -> dict[str, list[WindowReport]]: ...

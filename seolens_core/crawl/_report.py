@@ -86,6 +86,12 @@ class Reporter:
         async for row in s.results.rows(crawl_id, "sitemap"):
             sitemap.setdefault(row["url"], row)
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
+        timelines: dict[str, dict[float, dict[str, Any]]] = {}
+        async for point in s.results.rows(crawl_id, "pacing"):
+            timelines.setdefault(point["origin"], {})[point["t"]] = {
+                k: point.get(k)
+                for k in ("t", "delay_ms", "concurrency", "error_rate", "n", "p95_ms", "verdict")
+            }
         pending, more_pending = await s.urls.pending(crawl_id, limit=100_000)
         for p in pending:
             pages.setdefault(
@@ -161,6 +167,9 @@ class Reporter:
                 "dead_letters": len(dead),
             },
             "counters": record.counters,
+            "host_timelines": {
+                origin: [points[t] for t in sorted(points)] for origin, points in sorted(timelines.items())
+            },
             "findings_by_code": dict(sorted(Counter(f["code"] for f in findings).items())),
             "aws_calls": GLOBAL_METER.snapshot(),
             "error": _error_text(error),
@@ -194,7 +203,9 @@ class Reporter:
                 files[name] = (body, "text/html" if name.endswith(".html") else "application/octet-stream")
         return files
 
-    async def _compare_with_previous(self, record: CrawlRecord, report: dict[str, Any]) -> dict[str, Any] | None:
+    async def _compare_with_previous(
+        self, record: CrawlRecord, report: dict[str, Any]
+    ) -> dict[str, Any] | None:
         """New and fixed findings and status changes since the last completed crawl of the same site."""
         previous = await self.s.crawls.previous_of_site(record.site, record.created_at)
         if previous is None:

@@ -159,6 +159,8 @@ class Seeder:
         hosts: list[str] = []
         rows: list[dict[str, Any]] = []
         outside = 0
+        claimer = url_key_hex(target.url)  # this sitemap claims its URLs: a retried seed re-sends only its own
+        listed: set[str] = set()
         for entry in entries:
             if entry.kind == "sitemap":
                 cursor["todo"].append([entry.loc, level + 1, False])
@@ -171,6 +173,9 @@ class Seeder:
                 outside += 1
                 continue
             rows.append({"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url})
+            if loc.url in listed:
+                continue
+            listed.add(loc.url)
             pages.append(
                 FrontierMessage(
                     crawl_id=crawl_id,
@@ -179,6 +184,7 @@ class Seeder:
                     depth=SITEMAP_SEED_DEPTH,
                     sitemap=True,
                     lastmod=entry.lastmod,
+                    parent=claimer,
                 )
             )
             hosts.append(loc.origin)

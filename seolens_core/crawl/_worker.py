@@ -19,18 +19,21 @@ from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import DONE, UrlStore
+from seolens_core.audit import detect_waf
 from seolens_core.crawl._commit import BatchCommit, Contribution
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
-from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
+from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket, Wait
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
+from seolens_core.politeness import WindowReport
 from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL, normalize
 
 CRAWL_CACHE_S = 2.0
 PAUSE_RECHECK_S = 15
 MAX_TRIES = 3
+LATE_RETRIES = 3
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -128,12 +131,42 @@ class PageWorker:
             writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
         for crawl_id, rows in by_crawl_links.items():
             writes.append(self.s.results.put_part(crawl_id, "links", part, _strip_internal(rows)))
+        for crawl_id, rows in _timeline_rows(self.s.pacing.drain_timeline(), finished).items():
+            writes.append(self.s.results.put_part(crawl_id, "pacing", part, rows))
         if outgoing:
             writes.append(self.s.queue.send(outgoing))
         await asyncio.gather(*writes)
         now = self.s.clock()
         await self.s.urls.finish(finished, now)
         await asyncio.gather(*(self.s.crawls.add_counters(cid, d) for cid, d in counters.items()))
+
+
+def _timeline_rows(
+    timeline: dict[str, list[WindowReport]], finished: Sequence[tuple[FrontierMessage, str, str]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Closed AIMD windows of this batch's hosts, filed under every crawl that fetched from that host."""
+    crawls_of: dict[str, set[str]] = {}
+    for msg, host, _ in finished:
+        crawls_of.setdefault(host, set()).add(msg.crawl_id)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for origin, windows in timeline.items():
+        rows = [
+            {
+                "origin": origin,
+                "t": round(w.closed_at, 3),
+                "n": w.n,
+                "errors": w.errors,
+                "error_rate": round(w.error_rate, 4),
+                "p95_ms": w.p95_ms,
+                "verdict": w.verdict.value,
+                "delay_ms": w.delay_ms,
+                "concurrency": w.concurrency,
+            }
+            for w in windows
+        ]
+        for crawl_id in crawls_of.get(origin, ()):
+            out.setdefault(crawl_id, []).extend({"crawl_id": crawl_id, **r} for r in rows)
+    return out
 
 
 def _strip_internal(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -186,6 +219,28 @@ class BatchRun:
         self.outcomes[outcome] += 1
         return outcome
 
+    async def _defer(self, msg: FrontierMessage, until: float, c: Contribution) -> None:
+        """Send the URL back with a delay now (not at the batch flush), so it returns on time; the URL stays
+        pending. A re-send, unlike a failed record, never counts towards the dead-letter queue."""
+        await self._w.s.queue.send([Outgoing(msg, until)])
+        c.count("n_deferred")
+
+    async def _slot(self, host: str, settings: CrawlSettings, floor_s: float | None) -> Ticket | Wait:
+        """A pacing slot we can start on time: a start later than the slot's slack would squeeze the next
+        worker's gap below the delay, so such a slot is given back unused and another one taken."""
+        s = self._w.s
+        for _ in range(LATE_RETRIES):
+            slot = await s.pacing.acquire(host, settings, floor_s, s.clock())
+            if not isinstance(slot, Ticket):
+                return slot
+            wait = slot.start_at - s.clock()
+            if wait > 0:
+                await s.sleep(wait)
+            if s.clock() - slot.start_at <= slot.slack_s:
+                return slot
+            await s.pacing.give_back(slot)
+        return Wait(until=s.clock() + 1.0, reason="late")
+
     async def _process(self, msg: FrontierMessage, c: Contribution) -> str:
         s = self._w.s
         try:
@@ -204,8 +259,7 @@ class BatchRun:
             c.count("n_not_crawled")
             return "not_crawled"
         if record.status is CrawlStatus.PAUSED or await self._w.frontier_paused():
-            c.outgoing.append(Outgoing(msg, PAUSE_RECHECK_S))
-            c.count("n_deferred")
+            await self._defer(msg, s.clock() + PAUSE_RECHECK_S, c)
             return "paused"
         if self._states.get((msg.crawl_id, msg.key)) == DONE:
             c.count("n_duplicates")
@@ -222,8 +276,7 @@ class BatchRun:
         now = s.clock()
         answer = await s.robots.check(host, url.path_query, settings, ctx.fetcher, now)
         if answer.wait_until is not None:
-            c.outgoing.append(Outgoing(msg, _delay(answer.wait_until, now)))
-            c.count("n_deferred")
+            await self._defer(msg, answer.wait_until, c)
             return "robots_wait"
         if not answer.allowed:
             c.pages.append(
@@ -232,18 +285,27 @@ class BatchRun:
             c.finished.append((msg, host, "disallowed"))
             c.count("n_disallowed")
             return "disallowed"
-        slot = await s.pacing.acquire(host, settings, answer.crawl_delay_s, now)
+        slot = await self._slot(host, settings, answer.crawl_delay_s)
         if not isinstance(slot, Ticket):
-            c.outgoing.append(Outgoing(msg, _delay(slot.until, now)))
-            c.count("n_deferred")
+            if slot.reason == "suspended":
+                detail = (
+                    "Retry-After longer than the cap: the host is suspended, not fetched earlier than asked"
+                )
+                c.pages.append(skipped_row(msg, "suspended", "ALERT_HOST_SUSPENDED", detail))
+                c.finished.append((msg, host, "suspended"))
+                c.count("n_not_crawled")
+                return "suspended"
+            await self._defer(msg, slot.until, c)
             return "pacing_wait"
-        wait = slot.start_at - s.clock()
-        if wait > 0:
-            await s.sleep(wait)
         result = await ctx.fetcher.fetch(url.url, headers=settings.secret_headers(), method="GET")
         plan: LinkPlan | None = None
         row: dict[str, Any] | None = None
-        retry = _transient(result) and msg.tries + 1 < MAX_TRIES
+        # A WAF challenge (often a 403/503) is not transient: retrying would only knock again.
+        retry = (
+            _transient(result)
+            and msg.tries + 1 < MAX_TRIES
+            and detect_waf(result.body, result.headers, status=result.status) is None
+        )
         waf = False
         try:
             if not retry:
@@ -255,8 +317,8 @@ class BatchRun:
         finally:
             await s.pacing.release(slot, result, waf, s.clock())
         if row is None:
-            backoff = int(min(300, 5 * 3**msg.tries * (1 + s.rng.random())))
-            c.outgoing.append(Outgoing(_retry(msg), backoff))
+            backoff = min(300.0, 5 * 3**msg.tries * (1 + s.rng.random()))
+            c.outgoing.append(Outgoing(_retry(msg), s.clock() + backoff))
             c.count("n_retried")
             return "retry"
         if result.location is not None and plan is None:
@@ -296,7 +358,3 @@ def _retry(msg: FrontierMessage) -> FrontierMessage:
         check_only=msg.check_only,
         tries=msg.tries + 1,
     )
-
-
-def _delay(until: float, now: float) -> int:
-    return max(1, int(until - now + 0.999))
