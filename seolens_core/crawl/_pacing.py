@@ -24,7 +24,7 @@ from seolens_core.politeness import (
 from seolens_core.settings import CrawlSettings, PolitenessSettings
 
 LEASE_MARGIN_S = 30.0
-START_GUARD_S = 0.025
+START_GUARD_S = 0.02
 """Added to every spacing: a request may reach the host this much later than its slot (timer wake-up,
 connection set-up on a loaded machine) without coming closer than the delay to the next one. 10 ms was
 seen to be too little (0.482 s between starts at a 0.5 s Crawl-delay with 2 busy cores)."""

@@ -68,11 +68,6 @@ def test_crawl_delay_is_kept_between_every_two_starts(local_cloud: LocalCloud, t
     assert min(gaps) >= 0.5, sorted(gaps)[:5]
 
 
-@pytest.mark.xfail(
-    reason="deferred messages are re-sent only when the whole batch flushes, with whole-second delays "
-    "computed when deferred (worker change requested from the lead); measured ~0.7",
-    strict=False,
-)
 def test_crawl_delay_rate_uses_the_allowed_budget(local_cloud: LocalCloud, tmp_path: Path) -> None:
     with FixtureServer([crawl_delay_site(0.5, pages=30, name=SITE)]) as server:
         _, records = crawl(local_cloud, server, tmp_path)
