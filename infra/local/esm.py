@@ -16,6 +16,8 @@ from typing import Any
 
 import boto3
 
+from infra.local import faults
+
 log = logging.getLogger("seolens.local.esm")
 
 
@@ -102,13 +104,29 @@ class EventSourceMapping:
             self.stats.in_flight += len(messages)
         try:
             event = {"Records": [self._record(m) for m in messages]}
+            injector = faults.current()
             failed_ids: set[str]
             try:
                 result = self._invoke(event)
+                if injector is not None and injector.settings.duplicate_delivery:
+                    # at-least-once: the same records arrive again (as after a lost delete)
+                    with self.stats.lock:
+                        injector.log.duplicate_invocations += 1
+                    result = self._invoke(event)
                 failures = (result or {}).get("batchItemFailures", [])
                 failed_ids = {f["itemIdentifier"] for f in failures}
+            except faults.InjectedCrash as crash:
+                log.info("injected crash (%s); the batch of %d returns", crash.point, len(messages))
+                self._redeliver_soon(sqs, messages, injector)
+                with self.stats.lock:
+                    self.stats.handler_errors += 1
+                return
             except Exception:
-                log.exception("fetch worker invocation failed; the whole batch returns after its visibility timeout")
+                log.exception(
+                    "fetch worker invocation failed; the whole batch returns after its visibility timeout"
+                )
+                if injector is not None:
+                    self._redeliver_soon(sqs, messages, injector)
                 with self.stats.lock:
                     self.stats.handler_errors += 1
                 return
@@ -117,7 +135,9 @@ class EventSourceMapping:
                 chunk = done[start : start + 10]
                 sqs.delete_message_batch(
                     QueueUrl=self._queue_url,
-                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+                    Entries=[
+                        {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)
+                    ],
                 )
             with self.stats.lock:
                 self.stats.batches += 1
@@ -126,6 +146,28 @@ class EventSourceMapping:
         finally:
             with self.stats.lock:
                 self.stats.in_flight -= len(messages)
+
+    def _redeliver_soon(
+        self, sqs: Any, messages: list[dict[str, Any]], injector: faults.FaultInjector | None
+    ) -> None:
+        """Under fault injection a failed batch returns after `redelivery_s`, not the visibility timeout."""
+        if injector is None:
+            return
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
+            sqs.change_message_visibility_batch(
+                QueueUrl=self._queue_url,
+                Entries=[
+                    {
+                        "Id": str(i),
+                        "ReceiptHandle": m["ReceiptHandle"],
+                        "VisibilityTimeout": injector.settings.redelivery_s,
+                    }
+                    for i, m in enumerate(chunk)
+                ],
+            )
+        with self.stats.lock:
+            injector.log.redelivered_messages += len(messages)
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import os
 import threading
@@ -11,7 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.local import faults
 from infra.local.deploy import DeployedStack, FunctionConfig
+from seolens_core.bootstrap import container, reset_container
 
 Handler = Callable[[Any, Any], Any]
 
@@ -91,10 +95,57 @@ class LambdaHost:
         handler = self.handler(config)
         context = LambdaContext(config.name, config.memory_mb, config.timeout_s, config.arn)
         started = time.perf_counter()
+        injector = faults.current()
         try:
-            return handler(payload, context)
+            if injector is None:
+                return handler(payload, context)
+            return self._invoke_with_faults(injector, config, handler, payload, context)
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             with self._lock:
                 self.invocations[config.logical_id] = self.invocations.get(config.logical_id, 0) + 1
                 self.billed_ms[config.logical_id] = self.billed_ms.get(config.logical_id, 0.0) + elapsed
+
+    def _invoke_with_faults(
+        self,
+        injector: faults.FaultInjector,
+        config: FunctionConfig,
+        handler: Handler,
+        payload: Any,
+        context: Any,
+    ) -> Any:
+        app = container()
+        for client in (app.clients.dynamodb, app.clients.sqs, app.clients.s3):
+            injector.attach(client)
+        injector.arm(config.logical_id)
+        try:
+            injector.maybe_crash("start")
+            result = handler(payload, context)
+            injector.maybe_crash("before_delete")
+            return result
+        except faults.InjectedCrash:
+            _discard_environment()
+            raise
+        finally:
+            injector.disarm()
+
+
+def _discard_environment() -> None:
+    """A crashed runtime is replaced: cancel what it left running, drop its container (next: a cold start)."""
+    app = container()
+    loop = app.loop
+    if not loop.is_closed():
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            with contextlib.suppress(
+                BaseException
+            ):  # a dying environment may raise anything; it is discarded
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    try:
+        reset_container()
+    except Exception:  # closing a crashed environment's clients is best effort
+        import seolens_core.bootstrap as bootstrap
+
+        bootstrap._local.container = None
