@@ -71,4 +71,6 @@ def test_disallowed_loopback_host_receives_zero_requests(
     assert {"/", "/go", "/ok"} <= start_paths  # the crawl did run and reached every way out
     assert server.log("inner") == []
     pages = run.outputs["pages.jsonl"].read_text()
-    assert "127.0.0.3" in pages  # the refused URLs are recorded, not silently dropped
+    for path in ("/linked", "/redirected"):  # the refused URLs are recorded with a finding, not dropped
+        line = next(x for x in pages.splitlines() if f"{server.base_url('inner')}{path}" in x)
+        assert "ALERT_SSRF_BLOCKED" in line
