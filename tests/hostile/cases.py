@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import brotli  # type: ignore[import-untyped]
+import brotli
 
 Writer = Callable[[asyncio.StreamWriter], Awaitable[None]]
 MB = 1024 * 1024
