@@ -92,6 +92,11 @@ def _deflate_bomb(size: int) -> bytes:
     return b"".join([c.compress(block) for _ in range(size // MB)] + [c.flush()])
 
 
+@functools.cache
+def _brotli_bomb() -> bytes:
+    return bytes(brotli.compress(b"\0" * 100 * MB, quality=5))
+
+
 def _html(inner: str) -> bytes:
     return f"<!doctype html><html><head><title>t</title></head><body>{inner}</body></html>".encode()
 
@@ -403,7 +408,7 @@ def _cases() -> list[Case]:
         Case(
             "brotli_bombed_body_100MB",
             page,
-            _response(lambda: brotli.compress(b"\0" * 100 * MB, quality=5), extra="Content-Encoding: br\r\n"),
+            _response(_brotli_bomb, extra="Content-Encoding: br\r\n"),
             frozenset({"truncated"}),
             heavy=True,
         )
@@ -472,3 +477,11 @@ def _cases() -> list[Case]:
 
 
 CASES: tuple[Case, ...] = tuple(_cases())
+
+
+def warm() -> None:
+    """Build the cached bombs up front, so serving them does not eat into the client's deadline."""
+    _gzip_bomb(1024 * MB)
+    _gzip_bomb(100 * MB)
+    _deflate_bomb(100 * MB)
+    _brotli_bomb()
