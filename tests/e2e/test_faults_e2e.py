@@ -72,6 +72,7 @@ def _crawl(cloud: LocalCloud, out: Path, faults: FaultSettings | None) -> Outcom
 
 
 @pytest.mark.heavy
+@pytest.mark.timeout(1200)
 def test_demo_crawl_survives_crashes_duplicates_and_throttling(
     local_cloud: LocalCloud, tmp_path: Path
 ) -> None:
