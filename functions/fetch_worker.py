@@ -22,7 +22,8 @@ from seolens_core.bootstrap import container
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     app = container()
-    batch = app.worker.batch(len(event.get("Records", [])))
+    records = event.get("Records", [])
+    batch = app.worker.batch([(r.get("messageId", ""), r.get("body", "")) for r in records])
 
     async def record_handler(record: SQSRecord) -> str:
         return await batch.handle(record.message_id, record.body)

@@ -148,9 +148,12 @@ class UrlStore:
 
     async def finish(self, done: Sequence[tuple[FrontierMessage, str, str]], now: float) -> None:
         """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call."""
+        # One write per key: a batch may carry two messages of one URL (a re-sent child, a duplicate
+        # delivery), and BatchWriteItem rejects a request that names a key twice.
+        unique = {(m.crawl_id, m.key): (m, host, outcome) for m, host, outcome in done}
         requests = [
             {"PutRequest": {"Item": self._item(m, host, now, done_outcome=outcome)}}
-            for m, host, outcome in done
+            for m, host, outcome in unique.values()
         ]
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self._table: requests[start : start + 25]}

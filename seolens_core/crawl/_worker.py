@@ -34,6 +34,7 @@ CRAWL_CACHE_S = 2.0
 PAUSE_RECHECK_S = 15
 MAX_TRIES = 3
 LATE_RETRIES = 3
+ON_TIME_SHARE = 0.25
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -105,8 +106,9 @@ class PageWorker:
             self._frontier_paused = (now, value)
         return value
 
-    def batch(self, size: int) -> BatchRun:
-        return BatchRun(self, size)
+    def batch(self, records: Sequence[tuple[str, str]]) -> BatchRun:
+        """A run over one SQS batch: (message id, body) of every record, so duplicates are checked at once."""
+        return BatchRun(self, records)
 
     async def flush(self, contributions: Sequence[Contribution]) -> None:
         part = f"{int(self.s.clock() * 1000):013d}-{uuid.uuid4().hex[:12]}"
@@ -176,21 +178,20 @@ def _strip_internal(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class BatchRun:
     """One SQS batch: prepared once (duplicate check for all its URLs), then one record handler per message."""
 
-    def __init__(self, worker: PageWorker, size: int) -> None:
+    def __init__(self, worker: PageWorker, records: Sequence[tuple[str, str]]) -> None:
         self._w = worker
-        self._size = size
+        self._size = len(records)
         self._prepared: asyncio.Task[None] | None = None
         self._commit: BatchCommit | None = None
         self._messages: dict[str, FrontierMessage] = {}
         self._states: dict[tuple[str, str], str] = {}
-        self._bodies: list[tuple[str, str]] = []
+        self._bodies = list(records)
         self.outcomes: Counter[str] = Counter()
-
-    def add_body(self, message_id: str, body: str) -> None:
-        self._bodies.append((message_id, body))
+        self._extra_copies: set[str] = set()
 
     async def _prepare(self) -> None:
         parsed = []
+        first_of_key: dict[tuple[str, str], str] = {}
         for mid, body in self._bodies:
             try:
                 msg = FrontierMessage.from_json(body)
@@ -198,6 +199,8 @@ class BatchRun:
                 continue
             self._messages[mid] = msg
             parsed.append(msg)
+            if first_of_key.setdefault((msg.crawl_id, msg.key), mid) != mid:
+                self._extra_copies.add(mid)
         self._states = await self._w.s.urls.states(parsed) if parsed else {}
 
     async def handle(self, message_id: str, body: str) -> str:
@@ -211,7 +214,11 @@ class BatchRun:
             await self._prepared
             msg = self._messages.get(message_id) or FrontierMessage.from_json(body)
             contribution = Contribution()
-            outcome = await self._process(msg, contribution)
+            if message_id in self._extra_copies:  # the same URL twice in one batch: the first copy fetches it
+                contribution.count("n_duplicates")
+                outcome = "duplicate"
+            else:
+                outcome = await self._process(msg, contribution)
         except BaseException:
             commit.withdraw()
             raise
@@ -236,7 +243,8 @@ class BatchRun:
             wait = slot.start_at - s.clock()
             if wait > 0:
                 await s.sleep(wait)
-            if s.clock() - slot.start_at <= slot.slack_s:
+            # Keep most of the slack for the jitter between this check and the request reaching the host.
+            if s.clock() - slot.start_at <= slot.slack_s * ON_TIME_SHARE:
                 return slot
             await s.pacing.give_back(slot)
         return Wait(until=s.clock() + 1.0, reason="late")
