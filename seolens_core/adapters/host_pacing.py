@@ -1,50 +1,78 @@
 """HostPacingStore: per-host politeness in HostsTable (`host`, kind `PACE`), shared by all workers and crawls.
 
-Optimistic concurrency: consistent GetItem, pure decision, PutItem conditioned on the `version` read;
-a lost race re-reads and retries with jitter. The state is one JSON attribute (`state`), mirrored into a
-few numeric attributes for people reading the table.
+One attribute per field, so the hot operations are single `UpdateItem` calls with DynamoDB's own arithmetic
+and no prior read (no optimistic retry loop on a shared `version`, hence no conflict storms):
+
+- reserve, paced host: `SET leases.#id = next_allowed_at + :ttl, last_start_at = next_allowed_at,
+  next_allowed_at = next_allowed_at + step` if `next_allowed_at` is within the caller's local wait, no block
+  is in force and `size(leases) < concurrency`; the granted start is the old `next_allowed_at` (every
+  operand of an update expression reads the item as it was before the update). Idle host: the start is
+  `now + lead`, if `next_allowed_at` is not later. `step` = delay + start guard, kept in the item.
+- release: `REMOVE leases.#id SET obs = list_append(obs, :o)` with ReturnValues ALL_NEW.
+- A failed condition returns the item it saw (ReturnValuesOnConditionCheckFailure=ALL_OLD: no GetItem),
+  and the pure `reserve` says why:
+  Deferred (blocked, all slots leased, next slot beyond the local wait), expired leases to purge, or the
+  other fast path to take.
+- Controller changes (a full window, a distress signal, a robots floor) are rare: the pure controller
+  computes them from the state seen, and one UpdateItem conditioned on the control sequence `cseq` writes
+  them, so exactly one worker closes each window (`REMOVE obs[0..W-1]`); a lost race re-reads and retries.
+  A raised delay moves `next_allowed_at` by arithmetic (`+ :bump`), never by overwriting it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from seolens_core.politeness import (
     DEFAULT_SETTINGS,
     AimdSettings,
+    BlockReason,
     CorruptState,
     Deferred,
+    Granted,
     HostPoliteness,
     Observation,
-    PacingConflict,
     PacingContention,
     Reservation,
-    release,
+    Verdict,
+    Window,
+    WindowReport,
+    close_window,
+    react,
     reserve,
     set_floor,
 )
 
 KIND = "PACE"
+FORMAT = 2
 TTL_SECONDS = 30 * 24 * 3600
-T = TypeVar("T")
 
-Decision = Callable[[HostPoliteness, float], tuple[HostPoliteness | None, T]]
-"""(current state, fresh now) -> (state to write or None to write nothing, result)."""
+Entry = tuple[float | None, bool]
+"""One completed request in the open window: (TTFB ms or None, counted as an error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    state: HostPoliteness
+    obs: tuple[Entry, ...]
+    cseq: int
 
 
 class HostPacingStore:
     """The DynamoDB implementation of `seolens_core.politeness.HostPacing`.
 
-    `calls` counts the API calls made (GetItem, PutItem) and `conflicts` the lost races; `on_call`
-    receives each operation name as it happens, for metrics.
+    `calls` counts the API calls made by operation, `conflicts` the failed conditional writes (a fast path
+    that did not apply, or a lost control race); `on_call` receives each operation name, for metrics.
     """
 
     def __init__(
@@ -56,16 +84,16 @@ class HostPacingStore:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-        max_attempts: int = 12,
+        max_attempts: int = 6,
         retry_base_s: float = 0.005,
-        grant_lead_s: float = 0.05,
+        grant_lead_s: float = 0.02,
         start_guard_s: float = 0.01,
         busy_retry_s: float = 1.0,
         on_call: Callable[[str], None] | None = None,
     ) -> None:
-        """`grant_lead_s` is the earliest start after the read that a grant may name: it must cover the
-        conditional write. `start_guard_s` is added to each spacing and is the slack a worker may start
-        late (timer and scheduling jitter) without bringing two starts closer than the delay."""
+        """`grant_lead_s` is how far after `now` an idle host's grant starts (it must cover the write's
+        round trip). `start_guard_s` is added to each spacing and is the slack a worker may start late
+        without bringing two starts closer than the delay."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
         self._client = client
@@ -76,121 +104,420 @@ class HostPacingStore:
         self._sleep = sleep
         self._max_attempts = max_attempts
         self._retry_base_s = retry_base_s
-        self._grant_lead_s = grant_lead_s
-        self._start_guard_s = start_guard_s
+        self._lead = grant_lead_s
+        self._guard = start_guard_s
         self._busy_retry_s = busy_retry_s
         self._on_call = on_call
+        self._hint: dict[str, float] = {}
+        """Last `next_allowed_at` seen per host: picks the fast path (paced or idle) to try first."""
         self.calls: Counter[str] = Counter()
         self.conflicts = 0
+
+    # --- the HostPacing port ---------------------------------------------------------------------
 
     async def reserve(
         self, host: str, lease_id: str, *, lease_ttl_s: float, max_local_wait_s: float
     ) -> Reservation:
-        """A start slot and lease (one read and one conditional write), or Deferred after the read alone."""
-
-        def decide(state: HostPoliteness, now: float) -> tuple[HostPoliteness | None, Reservation]:
-            new_state, reservation = reserve(
-                state,
+        """Usually one UpdateItem; a deferral costs that failed update plus one GetItem."""
+        if lease_ttl_s <= 0 or max_local_wait_s < 0:
+            raise ValueError("lease_ttl_s must be > 0 and max_local_wait_s >= 0")
+        for _ in range(self._max_attempts):
+            now = self._clock()
+            start = now + self._lead
+            if start - now <= max_local_wait_s:
+                hint = self._hint.get(host, 0.0)  # unknown host: try the idle path
+                taken = await self._take(host, lease_id, now, start, lease_ttl_s, max_local_wait_s, hint)
+                if isinstance(taken, Granted):
+                    return taken
+                stored = taken  # the item as the failed condition saw it
+            else:
+                stored = await self._read(host)
+            if stored is None:
+                await self._create(host, HostPoliteness.initial(self._settings))
+                self._hint[host] = 0.0
+                continue
+            now = self._clock()
+            _, decision = reserve(
+                stored.state,
                 now,
                 lease_id,
                 lease_ttl_s,
                 max_local_wait_s,
-                lead_s=self._grant_lead_s,
-                guard_s=self._start_guard_s,
+                lead_s=self._lead,
+                guard_s=self._guard,
                 busy_retry_s=self._busy_retry_s,
             )
-            if isinstance(reservation, Deferred) or new_state == state:
-                return None, reservation
-            return new_state, reservation
-
-        return await self._update(host, decide)
+            self._hint[host] = stored.state.next_allowed_at
+            if isinstance(decision, Deferred) or lease_id in stored.state.leases:
+                return decision
+            expired = [k for k, exp in stored.state.leases.items() if exp <= now]
+            if expired:
+                await self._purge(host, expired)
+        raise PacingContention(f"{self._max_attempts} attempts to reserve on {host}")
 
     async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
-        """Drop the lease and fold the observation into the controller."""
+        """One UpdateItem; the rare full window or distress signal adds one conditional UpdateItem."""
+        names = {"#l": lease_id}
+        values: dict[str, Any] = {}
+        expression = "REMOVE leases.#l"
+        if observation is not None:
+            entry = (observation.ttfb_ms, observation.is_error)
+            values[":o"] = {"L": [_entry_value(entry)]}
+            expression += " SET obs = list_append(obs, :o)"
+        try:
+            response = await self._update(
+                host,
+                expression,
+                condition="attribute_exists(cseq)",
+                names=names,
+                values=values,
+                returns="ALL_NEW",
+            )
+        except _ConditionFailed:
+            return HostPoliteness.initial(self._settings)  # no such host: nothing was leased
+        stored = _parse(response["Attributes"], self._settings)
+        self._hint[host] = stored.state.next_allowed_at
+        if (observation is not None and observation.is_distress) or len(stored.obs) >= self._settings.window:
 
-        def decide(state: HostPoliteness, now: float) -> tuple[HostPoliteness | None, HostPoliteness]:
-            new_state = release(state, lease_id, observation, now, self._settings)
-            return (None if new_state == state else new_state), new_state
+            def decide(s: _Stored, now: float) -> tuple[HostPoliteness, int] | None:
+                state = s.state if observation is None else react(s.state, observation, now, self._settings)
+                return self._close(s, state, now)
 
-        return await self._update(host, decide)
+            stored = await self._control(host, stored, decide)
+        return stored.state
 
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
-        """Apply the robots Crawl-delay; no write when it is already in force."""
+        """Apply the robots Crawl-delay: one GetItem, and a write only when it changes something."""
+        stored = await self._read(host)
+        if stored is None:
+            state = set_floor(HostPoliteness.initial(self._settings), floor_ms, self._settings)
+            if await self._create(host, state):
+                self._hint[host] = state.next_allowed_at
+                return state
+            stored = await self._read(host)
+            if stored is None:
+                raise CorruptState(f"PACE item for {host} vanished")
 
-        def decide(state: HostPoliteness, now: float) -> tuple[HostPoliteness | None, HostPoliteness]:
-            new_state = set_floor(state, floor_ms, self._settings)
-            return (None if new_state == state else new_state), new_state
+        def decide(s: _Stored, now: float) -> tuple[HostPoliteness, int] | None:
+            state = set_floor(s.state, floor_ms, self._settings)
+            return None if state == s.state else (state, 0)
 
-        return await self._update(host, decide)
+        stored = await self._control(host, stored, decide)
+        self._hint[host] = stored.state.next_allowed_at
+        return stored.state
 
     async def get(self, host: str) -> HostPoliteness | None:
-        state, _ = await self._read(host)
-        return state
+        stored = await self._read(host)
+        return None if stored is None else stored.state
 
-    async def _update(self, host: str, decide: Decision[T]) -> T:
-        for attempt in range(self._max_attempts):
-            stored, version = await self._read(host)
-            now = self._clock()
-            current = stored if stored is not None else HostPoliteness.initial(self._settings)
-            new_state, result = decide(current, now)
-            if new_state is None:
-                return result
-            try:
-                await self._write(host, new_state, version, now)
-            except PacingConflict:
-                self.conflicts += 1
-                ceiling = self._retry_base_s * 2 ** min(attempt, 5)
-                await self._sleep(self._rng.uniform(0, ceiling))
-                continue
-            return result
-        raise PacingContention(f"{self._max_attempts} lost races on {host}")
+    # --- fast paths ------------------------------------------------------------------------------
 
-    async def _read(self, host: str) -> tuple[HostPoliteness | None, int]:
-        self._count("GetItem")
-        response = await self._client.get_item(TableName=self._table, Key=_key(host), ConsistentRead=True)
-        item = response.get("Item")
-        if item is None:
-            return None, 0
+    async def _take(
+        self, host: str, lease_id: str, now: float, start: float, ttl: float, max_wait: float, hint: float
+    ) -> Granted | _Stored | None:
+        """One conditional UpdateItem: the grant, or the item its condition failed on (None: no item)."""
+        names = {"#l": lease_id}
+        common = "blocked_until <= :start AND size(leases) < concurrency AND attribute_not_exists(leases.#l)"
+        values: dict[str, Any] = {":start": _num(start)}
+        if hint > start:  # paced: the slot is the stored next start
+            expression = (
+                "SET leases.#l = next_allowed_at + :ttl, last_start_at = next_allowed_at,"
+                " next_allowed_at = next_allowed_at + step"
+            )
+            condition = f"next_allowed_at > :start AND next_allowed_at <= :horizon AND {common}"
+            values |= {":ttl": _num(ttl), ":horizon": _num(now + max_wait)}
+        else:  # idle: start as soon as the write has landed
+            expression = "SET leases.#l = :exp, last_start_at = :start, next_allowed_at = :start + step"
+            condition = f"next_allowed_at <= :start AND {common}"
+            values[":exp"] = _num(start + ttl)
         try:
-            state = HostPoliteness.from_item(json.loads(item["state"]["S"]))
-            version = int(item["version"]["N"])
+            response = await self._update(
+                host, expression, condition=condition, names=names, values=values, returns="ALL_NEW"
+            )
+        except _ConditionFailed as failed:
+            return self._stored(failed.item)
+        item = response["Attributes"]
+        try:
+            start_at = float(item["last_start_at"]["N"])
+            expires = float(item["leases"]["M"][lease_id]["N"])
+            self._hint[host] = float(item["next_allowed_at"]["N"])
         except (KeyError, ValueError) as exc:
             raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
-        return state, version
+        return Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires, slack_s=self._guard)
 
-    async def _write(self, host: str, state: HostPoliteness, version: int, now: float) -> None:
-        item: dict[str, Any] = {
-            **_key(host),
-            "version": {"N": str(version + 1)},
-            "state": {"S": json.dumps(state.to_item(), separators=(",", ":"))},
-            "delay_ms": {"N": str(state.delay_ms)},
-            "concurrency": {"N": str(state.concurrency)},
-            "next_allowed_at": {"N": repr(state.next_allowed_at)},
-            "blocked_until": {"N": repr(state.blocked_until)},
-            "updated_at": {"N": repr(now)},
-            "expires_at": {"N": str(int(now) + TTL_SECONDS)},
-        }
-        if version == 0:
-            condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(#v)"}
-        else:
-            condition = {
-                "ConditionExpression": "#v = :v",
-                "ExpressionAttributeValues": {":v": {"N": str(version)}},
+    async def _purge(self, host: str, leases: Sequence[str]) -> None:
+        """Drop expired leases (of crashed workers); unconditional, expired ids are never granted again."""
+        names = {f"#x{i}": lease for i, lease in enumerate(leases)}
+        expression = "REMOVE " + ", ".join(f"leases.{n}" for n in names)
+        with contextlib.suppress(_ConditionFailed):
+            await self._update(host, expression, condition="attribute_exists(cseq)", names=names)
+
+    # --- controller writes -----------------------------------------------------------------------
+
+    def _close(self, s: _Stored, state: HostPoliteness, now: float) -> tuple[HostPoliteness, int] | None:
+        """Close the window if full: (new state, entries to drop); None when nothing changes."""
+        w = self._settings.window
+        if len(s.obs) < w:
+            return None if state == s.state else (state, 0)
+        entries = s.obs[:w]
+        window = Window(
+            n=w,
+            errors=sum(err for _, err in entries),
+            ttfb_ms=tuple(max(t, 0.0) for t, _ in entries if t is not None),
+        )
+        closed = close_window(state, window, now, self._settings)
+        rest = s.obs[w:]
+        return replace(closed, window=_window(rest, self._settings)), w
+
+    async def _control(
+        self,
+        host: str,
+        stored: _Stored,
+        decide: Callable[[_Stored, float], tuple[HostPoliteness, int] | None],
+    ) -> _Stored:
+        """Write the controller fields `decide` computes from the state seen, conditioned on `cseq`."""
+        for attempt in range(self._max_attempts):
+            now = self._clock()
+            change = decide(stored, now)
+            if change is None:
+                return stored
+            state, drop = change
+            old_step = _step(stored.state.delay_ms, self._guard)
+            new_step = _step(state.delay_ms, self._guard)
+            values: dict[str, Any] = {
+                ":seen": {"N": str(stored.cseq)},
+                ":one": {"N": "1"},
+                ":bump": _num(max(new_step - old_step, 0.0)),
+                **{f":{k}": v for k, v in _controller_values(state, self._guard, now).items()},
             }
+            sets = ", ".join(f"{k} = :{k}" for k in _CONTROLLER_FIELDS)
+            expression = f"SET {sets}, cseq = cseq + :one, next_allowed_at = next_allowed_at + :bump"
+            if drop:
+                expression += " REMOVE " + ", ".join(f"obs[{i}]" for i in range(drop))
+            try:
+                response = await self._update(
+                    host, expression, condition="cseq = :seen", values=values, returns="ALL_NEW"
+                )
+            except _ConditionFailed as failed:
+                await self._sleep(self._rng.uniform(0, self._retry_base_s * 2 ** min(attempt, 5)))
+                fresh = self._stored(failed.item)
+                if fresh is None:
+                    raise CorruptState(f"PACE item for {host} vanished") from None
+                stored = fresh
+                continue
+            written = _parse(response["Attributes"], self._settings)
+            self._hint[host] = written.state.next_allowed_at
+            return written
+        raise PacingContention(f"{self._max_attempts} lost control races on {host}")
+
+    # --- plumbing --------------------------------------------------------------------------------
+
+    async def _create(self, host: str, state: HostPoliteness) -> bool:
+        """Write a fresh item (also replaces an item of an older format); False if another worker did."""
+        now = self._clock()
+        item = {
+            **_key(host),
+            **_controller_values(state, self._guard, now),
+            "fmt": {"N": str(FORMAT)},
+            "cseq": {"N": "0"},
+            "next_allowed_at": _num(state.next_allowed_at),
+            "last_start_at": _num(state.last_start_at),
+            "leases": {"M": {k: _num(v) for k, v in state.leases.items()}},
+            "obs": {"L": []},
+        }
         self._count("PutItem")
         try:
             await self._client.put_item(
-                TableName=self._table, Item=item, ExpressionAttributeNames={"#v": "version"}, **condition
+                TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(cseq)"
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                raise PacingConflict(host) from exc
+            if _is_condition_failure(exc):
+                self.conflicts += 1
+                return False
+            raise
+        return True
+
+    async def _read(self, host: str) -> _Stored | None:
+        self._count("GetItem")
+        response = await self._client.get_item(TableName=self._table, Key=_key(host), ConsistentRead=True)
+        item = response.get("Item")
+        return self._stored(item)
+
+    def _stored(self, item: Mapping[str, Any] | None) -> _Stored | None:
+        if item is None or "cseq" not in item:
+            return None  # never seen, or an item of an older format that `_create` replaces
+        return _parse(item, self._settings)
+
+    async def _update(
+        self,
+        host: str,
+        expression: str,
+        *,
+        condition: str,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        returns: str = "NONE",
+    ) -> Any:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": _key(host),
+            "UpdateExpression": expression,
+            "ConditionExpression": condition,
+            "ReturnValues": returns,
+            # A failed condition answers with the item it saw: no GetItem to learn why.
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if names:
+            kwargs["ExpressionAttributeNames"] = dict(names)
+        if values:
+            kwargs["ExpressionAttributeValues"] = dict(values)
+        self._count("UpdateItem")
+        try:
+            return await self._client.update_item(**kwargs)
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                self.conflicts += 1
+                raise _ConditionFailed(exc.response.get("Item")) from exc
             raise
 
     def _count(self, operation: str) -> None:
         self.calls[operation] += 1
         if self._on_call is not None:
             self._on_call(operation)
+
+
+class _ConditionFailed(Exception):
+    """A conditional write did not apply (internal: translated into a decision by the caller)."""
+
+    def __init__(self, item: Mapping[str, Any] | None) -> None:
+        super().__init__("condition failed")
+        self.item = item
+        """The item the condition was checked against (None: there was none)."""
+
+
+_CONTROLLER_FIELDS = (
+    "delay_ms",
+    "concurrency",
+    "floor_ms",
+    "step",
+    "blocked_until",
+    "block_reason",
+    "incidents",
+    "last_incident_at",
+    "baseline",
+    "last_window",
+    "updated_at",
+    "expires_at",
+)
+
+
+def _controller_values(state: HostPoliteness, guard_s: float, now: float) -> dict[str, Any]:
+    w = state.last_window
+    last_window: dict[str, Any] = (
+        {"NULL": True}
+        if w is None
+        else {
+            "S": json.dumps(
+                {
+                    "closed_at": w.closed_at,
+                    "n": w.n,
+                    "errors": w.errors,
+                    "p95_ms": w.p95_ms,
+                    "verdict": w.verdict.value,
+                    "delay_ms": w.delay_ms,
+                    "concurrency": w.concurrency,
+                },
+                separators=(",", ":"),
+            )
+        }
+    )
+    values = {
+        "delay_ms": {"N": str(state.delay_ms)},
+        "concurrency": {"N": str(state.concurrency)},
+        "floor_ms": {"N": str(state.floor_ms)},
+        "step": _num(_step(state.delay_ms, guard_s)),
+        "blocked_until": _num(state.blocked_until),
+        "block_reason": {"NULL": True} if state.block_reason is None else {"S": state.block_reason.value},
+        "incidents": {"N": str(state.incidents)},
+        "last_incident_at": _num(state.last_incident_at),
+        "baseline": {"NULL": True} if state.baseline_ttfb_ms is None else _num(state.baseline_ttfb_ms),
+        "last_window": last_window,
+        "updated_at": _num(now),
+        "expires_at": {"N": str(int(now) + TTL_SECONDS)},
+    }
+    assert tuple(values) == _CONTROLLER_FIELDS
+    return values
+
+
+def _parse(item: Mapping[str, Any], settings: AimdSettings) -> _Stored:
+    """The stored item as a HostPoliteness (the open window from `obs`), its entries and `cseq`."""
+    try:
+        if int(item["fmt"]["N"]) != FORMAT:
+            raise ValueError(f"unknown format {item['fmt']}")
+        obs = tuple(_entry(v) for v in item["obs"]["L"])
+        lw_raw = item["last_window"]
+        last_window = None
+        if "S" in lw_raw:
+            lw = json.loads(lw_raw["S"])
+            last_window = WindowReport(
+                closed_at=float(lw["closed_at"]),
+                n=int(lw["n"]),
+                errors=int(lw["errors"]),
+                p95_ms=None if lw["p95_ms"] is None else float(lw["p95_ms"]),
+                verdict=Verdict(lw["verdict"]),
+                delay_ms=int(lw["delay_ms"]),
+                concurrency=int(lw["concurrency"]),
+            )
+        reason = item["block_reason"]
+        state = HostPoliteness(
+            delay_ms=int(item["delay_ms"]["N"]),
+            concurrency=int(item["concurrency"]["N"]),
+            floor_ms=int(item["floor_ms"]["N"]),
+            window=_window(obs, settings),
+            baseline_ttfb_ms=float(item["baseline"]["N"]) if "N" in item["baseline"] else None,
+            next_allowed_at=float(item["next_allowed_at"]["N"]),
+            last_start_at=float(item["last_start_at"]["N"]),
+            blocked_until=float(item["blocked_until"]["N"]),
+            block_reason=BlockReason(reason["S"]) if "S" in reason else None,
+            incidents=int(item["incidents"]["N"]),
+            last_incident_at=float(item["last_incident_at"]["N"]),
+            leases={str(k): float(v["N"]) for k, v in item["leases"]["M"].items()},
+            last_window=last_window,
+        )
+        cseq = int(item["cseq"]["N"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptState(f"unreadable PACE item: {exc}") from exc
+    if state.delay_ms < 0 or state.concurrency < 1 or state.floor_ms < 0:
+        raise CorruptState("PACE item out of range")
+    return _Stored(state=state, obs=obs, cseq=cseq)
+
+
+def _window(obs: Sequence[Entry], settings: AimdSettings) -> Window:
+    samples = tuple(max(t, 0.0) for t, _ in obs if t is not None)
+    return Window(n=len(obs), errors=sum(err for _, err in obs), ttfb_ms=samples[-settings.window :])
+
+
+def _entry(value: Mapping[str, Any]) -> Entry:
+    ttfb, err = value["L"]
+    return (None if "NULL" in ttfb else float(ttfb["N"])), err["N"] != "0"
+
+
+def _entry_value(entry: Entry) -> dict[str, Any]:
+    ttfb, err = entry
+    return {"L": [{"NULL": True} if ttfb is None else _num(ttfb), {"N": "1" if err else "0"}]}
+
+
+def _step(delay_ms: int, guard_s: float) -> float:
+    return delay_ms / 1000 + guard_s
+
+
+def _num(x: float) -> dict[str, str]:
+    """A DynamoDB number; rounded to the microsecond so decimal arithmetic stays short and exact."""
+    return {"N": repr(round(x, 6))}
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    return bool(exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")
 
 
 def _key(host: str) -> dict[str, Any]:

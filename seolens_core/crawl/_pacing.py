@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 import uuid
@@ -29,7 +30,8 @@ START_GUARD_S = 0.02
 connection set-up on a loaded machine) without coming closer than the delay to the next one. 10 ms was
 seen to be too little (0.482 s between starts at a 0.5 s Crawl-delay with 2 busy cores)."""
 BUSY_POLL_S = 0.3
-"""Longest pause between local re-asks while every slot of a host is leased."""
+"""Longest pause between local re-asks while every slot of a host is leased and no lease of this
+container on that host comes back (the holders are in other containers)."""
 
 
 def aimd_settings(p: PolitenessSettings) -> AimdSettings:
@@ -75,7 +77,12 @@ class PacingGate:
         self._leases: dict[str, HostPacingStore] = {}
         self._rng = random.Random()
         self.busy_polls = 0
-        """Local re-asks made while every slot of a host was leased (each one GetItem)."""
+        """Local re-asks made while every slot of a host was leased (each one UpdateItem, plus a GetItem
+        when still full)."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._freed: dict[str, asyncio.Condition] = {}
+        """Per origin: notified (one waiter) when this container returns a lease, so a waiter re-asks
+        when a slot has actually come back instead of polling the table."""
         self._timeline: dict[str, list[WindowReport]] = {}
         self._seen_window: dict[str, float] = {}
 
@@ -122,13 +129,36 @@ class PacingGate:
             if self._clock() + pause > min(deadline, reservation.until):
                 break
             self.busy_polls += 1
-            await self._sleep(pause)
+            await self._wait_for_slot(origin, pause)
         if isinstance(reservation, Deferred):
             return Wait(until=self._come_back_at(reservation, settings), reason=reservation.reason.value)
         self._leases[lease_id] = store
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )
+
+    async def _wait_for_slot(self, origin: str, timeout: float) -> None:
+        """Until this container returns a lease on `origin` (one waiter per return) or `timeout`."""
+        if self._sleep is not asyncio.sleep:  # an injected clock: keep to it
+            await self._sleep(timeout)
+            return
+        freed = self._conditions().setdefault(origin, asyncio.Condition())
+        async with freed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(freed.wait(), timeout)
+
+    def _conditions(self) -> dict[str, asyncio.Condition]:
+        """Conditions bind to an event loop; a warm container may run each invocation on a new one."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._freed = loop, {}
+        return self._freed
+
+    async def _slot_freed(self, origin: str) -> None:
+        freed = self._conditions().get(origin)
+        if freed is not None:
+            async with freed:
+                freed.notify(1)
 
     def _come_back_at(self, deferred: Deferred, settings: CrawlSettings) -> float:
         """When a deferred message should be received again.
@@ -156,12 +186,14 @@ class PacingGate:
                 waf=waf,
             )
         state = await store.release(ticket.origin, ticket.lease_id, observation)
+        await self._slot_freed(ticket.origin)
         self._note_window(ticket.origin, state.last_window)
 
     async def give_back(self, ticket: Ticket) -> None:
         """Return a slot unused (the worker could not start on time): no observation, the lease is freed."""
         store = self._leases.pop(ticket.lease_id)
         await store.release(ticket.origin, ticket.lease_id, None)
+        await self._slot_freed(ticket.origin)
 
     def _note_window(self, origin: str, window: WindowReport | None) -> None:
         """Keep each closed window this container sees once (another container may see it too: the

@@ -5,7 +5,17 @@ Pure functions over an immutable `HostPoliteness`; stores (in memory, DynamoDB) 
 
 from __future__ import annotations
 
-from ._controller import DEFAULT_SETTINGS, backoff, judge, observe, p95, recover, set_floor
+from ._controller import (
+    DEFAULT_SETTINGS,
+    backoff,
+    close_window,
+    judge,
+    observe,
+    p95,
+    react,
+    recover,
+    set_floor,
+)
 from ._errors import CorruptState, PacingConflict, PacingContention, PolitenessError
 from ._memory import InMemoryHostPacing
 from ._observation import ERROR_STATUSES, RATE_LIMIT_STATUSES, Observation, parse_retry_after
@@ -37,10 +47,12 @@ __all__ = [
     "WindowReport",
     "acquire",
     "backoff",
+    "close_window",
     "judge",
     "observe",
     "p95",
     "parse_retry_after",
+    "react",
     "recover",
     "release",
     "reserve",

@@ -91,6 +91,17 @@ def _block(state: HostPoliteness, until: float, reason: BlockReason) -> HostPoli
     return replace(state, blocked_until=until, block_reason=reason)
 
 
+def react(
+    state: HostPoliteness, observation: Observation, now: float, settings: AimdSettings = DEFAULT_SETTINGS
+) -> HostPoliteness:
+    """The immediate part of `observe`: Retry-After block, or a back-off step and escalation on distress.
+
+    Stores that keep the window apart from the controller fields apply this at once and `close_window`
+    when W requests have completed; together they equal `observe`.
+    """
+    return _immediate(state, observation, now, settings)
+
+
 def _immediate(
     state: HostPoliteness, observation: Observation, now: float, settings: AimdSettings
 ) -> HostPoliteness:
@@ -124,6 +135,16 @@ def _count(
     window = Window(n=w.n + 1, errors=w.errors + observation.is_error, ttfb_ms=samples[-settings.window :])
     if window.n < settings.window:
         return replace(state, window=window)
+    return close_window(state, window, now, settings)
+
+
+def close_window(
+    state: HostPoliteness, window: Window, now: float, settings: AimdSettings = DEFAULT_SETTINGS
+) -> HostPoliteness:
+    """Judge a full window (W completed requests): the AIMD step, the baseline, the timeline point.
+
+    The returned state has an empty window; `state.window` itself is not read.
+    """
     verdict = judge(window, state.baseline_ttfb_ms, settings)
     if settings.enabled and verdict is Verdict.DEGRADE:
         state = backoff(state, settings)
