@@ -7,6 +7,7 @@ Items are keyed by (crawl_id, url_key); `pending_crawl` exists only while a URL 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from seolens_core.frontier import FrontierMessage
 
 TTL_SECONDS = 30 * 24 * 3600
 QUEUED = "queued"
+FETCHING = "fetching"
 DONE = "done"
 
 
@@ -98,7 +100,7 @@ class UrlStore:
                 continue
             owner = item.get("claimed_by", {}).get("S", "")
             self._seen.add(*ident, owner)
-            if item.get("url_state", {}).get("S") == QUEUED and owner == (msg.parent or "seed"):
+            if item.get("url_state", {}).get("S") in (QUEUED, FETCHING) and owner == (msg.parent or "seed"):
                 winners.append(msg)
         results = await asyncio.gather(*(self._put_new(m, h, now) for m, h in to_put))
         for (msg, _), won in zip(to_put, results, strict=True):
@@ -117,6 +119,38 @@ class UrlStore:
         except self._client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    async def claim_fetch(self, msg: FrontierMessage, now: float, lease_s: float) -> bool:
+        """Take the exclusive right to fetch a queued URL (a lease that expires, so a crashed worker's URL comes
+        back); False when it is done or another delivery holds a live lease."""
+        try:
+            await self._client.update_item(
+                TableName=self._table,
+                Key={"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
+                UpdateExpression="SET url_state = :f, lease_until = :l",
+                ConditionExpression="url_state = :q OR (url_state = :f AND lease_until < :now)",
+                ExpressionAttributeValues={
+                    ":f": {"S": FETCHING},
+                    ":q": {"S": QUEUED},
+                    ":l": {"N": repr(now + lease_s)},
+                    ":now": {"N": repr(now)},
+                },
+            )
+        except self._client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    async def release_fetch(self, msg: FrontierMessage) -> None:
+        """Give a leased URL back to the queued state before its message is re-sent (deferral, retry)."""
+        # Already done or never leased: nothing to give back.
+        with contextlib.suppress(self._client.exceptions.ConditionalCheckFailedException):
+            await self._client.update_item(
+                TableName=self._table,
+                Key={"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
+                UpdateExpression="SET url_state = :q REMOVE lease_until",
+                ConditionExpression="url_state = :f",
+                ExpressionAttributeValues={":f": {"S": FETCHING}, ":q": {"S": QUEUED}},
+            )
 
     async def _get_many(self, idents: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}

@@ -34,6 +34,7 @@ CRAWL_CACHE_S = 2.0
 PAUSE_RECHECK_S = 15
 MAX_TRIES = 3
 LATE_RETRIES = 3
+FETCH_LEASE_MARGIN_S = 60.0
 ON_TIME_SHARE = 0.25
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -229,6 +230,7 @@ class BatchRun:
     async def _defer(self, msg: FrontierMessage, until: float, c: Contribution) -> None:
         """Send the URL back with a delay now (not at the batch flush), so it returns on time; the URL stays
         pending. A re-send, unlike a failed record, never counts towards the dead-letter queue."""
+        await self._w.s.urls.release_fetch(msg)
         await self._w.s.queue.send([Outgoing(msg, until)])
         c.count("n_deferred")
 
@@ -281,6 +283,13 @@ class BatchRun:
             c.finished.append((msg, host, "not_crawled_budget"))
             c.count("n_not_crawled")
             return "not_crawled_budget"
+        # Exclusive claim before any request: a second delivery of this URL (SQS is at-least-once, a parent
+        # retry re-sends its children) finds it leased or done and never knocks on the host twice.
+        if not await s.urls.claim_fetch(
+            msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S
+        ):
+            c.count("n_duplicates")
+            return "duplicate"
         now = s.clock()
         answer = await s.robots.check(host, url.path_query, settings, ctx.fetcher, now)
         if answer.wait_until is not None:
@@ -326,7 +335,8 @@ class BatchRun:
             await s.pacing.release(slot, result, waf, s.clock())
         if row is None:
             backoff = min(300.0, 5 * 3**msg.tries * (1 + s.rng.random()))
-            c.outgoing.append(Outgoing(_retry(msg), s.clock() + backoff))
+            await s.urls.release_fetch(msg)
+            await s.queue.send([Outgoing(_retry(msg), s.clock() + backoff)])
             c.count("n_retried")
             return "retry"
         if result.location is not None and plan is None:
