@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -59,6 +60,9 @@ class LocalCloud:
         return self.moto.endpoint_url
 
     def start(self) -> LocalCloud:
+        # Every emulated Lambda environment is a thread of this process: a short GIL switch interval keeps a
+        # worker that is due to send a request from waiting behind another thread's CPU work (pacing jitter).
+        sys.setswitchinterval(0.001)
         os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
         os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
