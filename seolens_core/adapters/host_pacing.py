@@ -89,11 +89,14 @@ class HostPacingStore:
         grant_lead_s: float = 0.02,
         start_guard_s: float = 0.01,
         busy_retry_s: float = 1.0,
+        lead_per_rtt: float = 1.5,
         on_call: Callable[[str], None] | None = None,
     ) -> None:
-        """`grant_lead_s` is how far after `now` an idle host's grant starts (it must cover the write's
-        round trip). `start_guard_s` is added to each spacing and is the slack a worker may start late
-        without bringing two starts closer than the delay."""
+        """An idle host's grant starts `lead` after `now`: it must cover the write's round trip, so the lead
+        is `grant_lead_s` or `lead_per_rtt` times the observed UpdateItem latency (EWMA), whichever is
+        longer (a loaded local emulator answers in tenths of a second, DynamoDB in milliseconds).
+        `start_guard_s` is added to each spacing and is the slack a worker may start late without
+        bringing two starts closer than the delay."""
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
         self._client = client
@@ -104,12 +107,17 @@ class HostPacingStore:
         self._sleep = sleep
         self._max_attempts = max_attempts
         self._retry_base_s = retry_base_s
-        self._lead = grant_lead_s
+        self._base_lead = grant_lead_s
+        self._lead_per_rtt = lead_per_rtt
+        self._rtt = 0.0
+        """EWMA of the UpdateItem round trip (s)."""
         self._guard = start_guard_s
         self._busy_retry_s = busy_retry_s
         self._on_call = on_call
-        self._hint: dict[str, float] = {}
-        """Last `next_allowed_at` seen per host: picks the fast path (paced or idle) to try first."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._busy: dict[str, bool] = {}
+        """Per host: was its next start beyond `now + lead` when last seen? Picks the fast path to try."""
         self.calls: Counter[str] = Counter()
         self.conflicts = 0
 
@@ -123,10 +131,17 @@ class HostPacingStore:
             raise ValueError("lease_ttl_s must be > 0 and max_local_wait_s >= 0")
         for _ in range(self._max_attempts):
             now = self._clock()
-            start = now + self._lead
+            lead = self._lead()
+            start = now + lead
             if start - now <= max_local_wait_s:
-                hint = self._hint.get(host, 0.0)  # unknown host: try the idle path
-                taken = await self._take(host, lease_id, now, start, lease_ttl_s, max_local_wait_s, hint)
+                # One fast-path attempt per host in flight from this container: its coroutines would
+                # otherwise race each other for the same idle slot and all but one fail.
+                async with self._host_lock(host):
+                    now = self._clock()
+                    lead = self._lead()
+                    start = now + lead
+                    busy = self._busy.get(host, False)  # unknown host: try the idle path
+                    taken = await self._take(host, lease_id, now, start, lease_ttl_s, max_local_wait_s, busy)
                 if isinstance(taken, Granted):
                     return taken
                 stored = taken  # the item as the failed condition saw it
@@ -134,7 +149,7 @@ class HostPacingStore:
                 stored = await self._read(host)
             if stored is None:
                 await self._create(host, HostPoliteness.initial(self._settings))
-                self._hint[host] = 0.0
+                self._busy[host] = False
                 continue
             now = self._clock()
             _, decision = reserve(
@@ -143,11 +158,11 @@ class HostPacingStore:
                 lease_id,
                 lease_ttl_s,
                 max_local_wait_s,
-                lead_s=self._lead,
+                lead_s=lead,
                 guard_s=self._guard,
                 busy_retry_s=self._busy_retry_s,
             )
-            self._hint[host] = stored.state.next_allowed_at
+            self._seen(host, stored.state.next_allowed_at)
             if isinstance(decision, Deferred) or lease_id in stored.state.leases:
                 return decision
             expired = [k for k, exp in stored.state.leases.items() if exp <= now]
@@ -176,7 +191,7 @@ class HostPacingStore:
         except _ConditionFailed:
             return HostPoliteness.initial(self._settings)  # no such host: nothing was leased
         stored = _parse(response["Attributes"], self._settings)
-        self._hint[host] = stored.state.next_allowed_at
+        self._seen(host, stored.state.next_allowed_at)
         if (observation is not None and observation.is_distress) or len(stored.obs) >= self._settings.window:
 
             def decide(s: _Stored, now: float) -> tuple[HostPoliteness, int] | None:
@@ -192,7 +207,7 @@ class HostPacingStore:
         if stored is None:
             state = set_floor(HostPoliteness.initial(self._settings), floor_ms, self._settings)
             if await self._create(host, state):
-                self._hint[host] = state.next_allowed_at
+                self._seen(host, state.next_allowed_at)
                 return state
             stored = await self._read(host)
             if stored is None:
@@ -203,7 +218,7 @@ class HostPacingStore:
             return None if state == s.state else (state, 0)
 
         stored = await self._control(host, stored, decide)
-        self._hint[host] = stored.state.next_allowed_at
+        self._seen(host, stored.state.next_allowed_at)
         return stored.state
 
     async def get(self, host: str) -> HostPoliteness | None:
@@ -213,13 +228,13 @@ class HostPacingStore:
     # --- fast paths ------------------------------------------------------------------------------
 
     async def _take(
-        self, host: str, lease_id: str, now: float, start: float, ttl: float, max_wait: float, hint: float
+        self, host: str, lease_id: str, now: float, start: float, ttl: float, max_wait: float, busy: bool
     ) -> Granted | _Stored | None:
         """One conditional UpdateItem: the grant, or the item its condition failed on (None: no item)."""
         names = {"#l": lease_id}
         common = "blocked_until <= :start AND size(leases) < concurrency AND attribute_not_exists(leases.#l)"
         values: dict[str, Any] = {":start": _num(start)}
-        if hint > start:  # paced: the slot is the stored next start
+        if busy:  # paced: the slot is the stored next start
             expression = (
                 "SET leases.#l = next_allowed_at + :ttl, last_start_at = next_allowed_at,"
                 " next_allowed_at = next_allowed_at + step"
@@ -240,7 +255,7 @@ class HostPacingStore:
         try:
             start_at = float(item["last_start_at"]["N"])
             expires = float(item["leases"]["M"][lease_id]["N"])
-            self._hint[host] = float(item["next_allowed_at"]["N"])
+            self._seen(host, float(item["next_allowed_at"]["N"]))
         except (KeyError, ValueError) as exc:
             raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
         return Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires, slack_s=self._guard)
@@ -306,7 +321,7 @@ class HostPacingStore:
                 stored = fresh
                 continue
             written = _parse(response["Attributes"], self._settings)
-            self._hint[host] = written.state.next_allowed_at
+            self._seen(host, written.state.next_allowed_at)
             return written
         raise PacingContention(f"{self._max_attempts} lost control races on {host}")
 
@@ -372,6 +387,7 @@ class HostPacingStore:
         if values:
             kwargs["ExpressionAttributeValues"] = dict(values)
         self._count("UpdateItem")
+        sent = time.monotonic()
         try:
             return await self._client.update_item(**kwargs)
         except ClientError as exc:
@@ -379,6 +395,20 @@ class HostPacingStore:
                 self.conflicts += 1
                 raise _ConditionFailed(exc.response.get("Item")) from exc
             raise
+        finally:
+            self._rtt += 0.2 * (time.monotonic() - sent - self._rtt)
+
+    def _host_lock(self, host: str) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # locks bind to a loop; a warm container may run on a new one
+            self._loop, self._locks = loop, {}
+        return self._locks.setdefault(host, asyncio.Lock())
+
+    def _lead(self) -> float:
+        return max(self._base_lead, self._lead_per_rtt * self._rtt)
+
+    def _seen(self, host: str, next_allowed_at: float) -> None:
+        self._busy[host] = next_allowed_at > self._clock() + self._lead()
 
     def _count(self, operation: str) -> None:
         self.calls[operation] += 1

@@ -91,7 +91,13 @@ def run_with_store(request: pytest.FixtureRequest) -> Callable[..., None]:
             async with dynamodb(moto) as client:
                 table = await create_hosts_table(client)
                 store = HostPacingStore(
-                    client, table, settings=settings, clock=clock, grant_lead_s=0.0, start_guard_s=0.0
+                    client,
+                    table,
+                    settings=settings,
+                    clock=clock,
+                    grant_lead_s=0.0,
+                    lead_per_rtt=0.0,
+                    start_guard_s=0.0,
                 )
                 await scenario(store, clock)
 
@@ -179,7 +185,7 @@ def test_lost_control_race_is_retried_and_both_writes_kept(moto_server: Embedded
     async def main() -> None:
         async with dynamodb(moto_server) as client:
             table = await create_hosts_table(client)
-            rival = HostPacingStore(client, table, grant_lead_s=0.0, start_guard_s=0.0)
+            rival = HostPacingStore(client, table, grant_lead_s=0.0, lead_per_rtt=0.0, start_guard_s=0.0)
             await rival.set_floor(HOST, 500)
             floors = iter([700, 800, 900, 1000, 1100, 1200])
 
@@ -187,7 +193,11 @@ def test_lost_control_race_is_retried_and_both_writes_kept(moto_server: Embedded
                 await rival.set_floor(HOST, next(floors))
 
             store = HostPacingStore(
-                InterferingClient(client, rival_write, 2), table, rng=random.Random(7), grant_lead_s=0.0
+                InterferingClient(client, rival_write, 2),
+                table,
+                rng=random.Random(7),
+                grant_lead_s=0.0,
+                lead_per_rtt=0.0,
             )
             r = await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5)
             assert isinstance(r, Granted)
@@ -220,7 +230,9 @@ def test_window_is_closed_once_by_one_worker(moto_server: EmbeddedMoto) -> None:
         async with dynamodb(moto_server) as a_client, dynamodb(moto_server) as b_client:
             table = await create_hosts_table(a_client)
             stores = [
-                HostPacingStore(c, table, settings=settings, grant_lead_s=0.0, start_guard_s=0.0)
+                HostPacingStore(
+                    c, table, settings=settings, grant_lead_s=0.0, lead_per_rtt=0.0, start_guard_s=0.0
+                )
                 for c in (a_client, b_client)
             ]
             reports: set[float] = set()
@@ -263,6 +275,7 @@ def test_reserve_release_and_deferral_cost_one_update_each(moto_server: Embedded
                 settings=AimdSettings(initial_concurrency=1),
                 on_call=seen.append,
                 grant_lead_s=0.0,
+                lead_per_rtt=0.0,
             )
             await store.set_floor(HOST, 0)
             seen.clear()
