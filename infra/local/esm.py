@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 
 from infra.local import faults
+from seolens_core.adapters._metering import GLOBAL_METER
 
 log = logging.getLogger("seolens.local.esm")
 
@@ -77,7 +78,10 @@ class EventSourceMapping:
         return self.stats.in_flight
 
     def _run(self) -> None:
-        sqs = boto3.client("sqs", endpoint_url=self._endpoint_url, region_name=self._region)
+        # The event source mapping's own receives and deletes are billed on AWS too: meter them.
+        sqs = GLOBAL_METER.attach(
+            boto3.client("sqs", endpoint_url=self._endpoint_url, region_name=self._region)
+        )
         try:
             while not self._stop.is_set():
                 try:

@@ -4,6 +4,7 @@ handlers in-process, an SQS event-source emulator for the worker and the state m
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -11,7 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ from infra.local.deploy import DeployedStack, deploy_template
 from infra.local.esm import EventSourceMapping
 from infra.local.lambda_host import LambdaHost
 from infra.local.moto_server import REGION, EmbeddedMoto, start_moto_server
+from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.bootstrap import container, reset_container
+from seolens_core.costs import LIST_PRICES, Usage, billed_units, cost_of
 from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL, normalize
 
@@ -101,6 +104,7 @@ class CrawlRun:
     execution: Execution
     record: CrawlRecord
     outputs: dict[str, Path] = field(default_factory=dict)
+    cost: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     worker_invocations: int = 0
 
@@ -130,6 +134,9 @@ def run_crawl(
     app = container()
     crawl_id = crawl_id or uuid.uuid4().hex[:16]
     started = time.monotonic()
+    calls_before = GLOBAL_METER.snapshot()
+    billed_before = dict(host.billed_ms)
+    invocations_before = dict(host.invocations)
     app.run(app.crawls.create(crawl_id, settings, site_of(settings), time.time()))
     mapping = next(m for m in stack.event_source_mappings if m.function_logical_id == WORKER)
     esm = EventSourceMapping(
@@ -177,9 +184,65 @@ def run_crawl(
     record = app.run(app.crawls.get(crawl_id))
     run = CrawlRun(crawl_id, execution, record, seconds=time.monotonic() - started)
     run.worker_invocations = host.invocations.get(WORKER, 0)
+    run.cost = crawl_cost(
+        calls=_diff(GLOBAL_METER.snapshot(), calls_before),
+        host=host,
+        billed_ms=_diff_f(host.billed_ms, billed_before),
+        invocations=_diff(host.invocations, invocations_before),
+        transitions=execution.transitions,
+        pages=record.counters.get("n_fetched", 0) + record.counters.get("n_checked", 0),
+    )
     if out_dir is not None:
         run.outputs = download_outputs(crawl_id, out_dir)
+        report_path = run.outputs.get("report.json")
+        if report_path is not None:
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+            report["cost"] = run.cost
+            report_path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return run
+
+
+def _diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+def _diff_f(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
+
+
+def crawl_cost(
+    *,
+    calls: dict[str, int],
+    host: LambdaHost,
+    billed_ms: dict[str, float],
+    invocations: dict[str, int],
+    transitions: int,
+    pages: int,
+) -> dict[str, Any]:
+    """What this crawl would cost on AWS at list prices: every API call it made (workers, seed, report and the
+    event source mapping's receives and deletes), Lambda time at each function's configured memory, and the
+    state machine's transitions."""
+    gb_seconds = sum(ms / 1000 * host.function(fn).memory_mb / 1024 for fn, ms in billed_ms.items())
+    usage = Usage(
+        calls=calls,
+        lambda_invocations=sum(invocations.values()),
+        lambda_gb_seconds=gb_seconds,
+        sfn_transitions=transitions,
+    )
+    units = billed_units(usage)
+    cost = cost_of(units)
+    total_calls = sum(calls.values())
+    per_page = cost.total / pages if pages else None
+    return {
+        "aws_calls": dict(sorted(calls.items())),
+        "aws_calls_total": total_calls,
+        "aws_calls_per_page": round(total_calls / pages, 2) if pages else None,
+        "lambda_gb_seconds": round(gb_seconds, 3),
+        "state_transitions": transitions,
+        "cost_usd": {k: round(v, 6) for k, v in cost.as_dict().items()},
+        "cost_per_100k_pages_usd": round(per_page * 100_000, 4) if per_page is not None else None,
+        "prices": asdict(LIST_PRICES),
+    }
 
 
 def download_outputs(crawl_id: str, out_dir: Path) -> dict[str, Path]:

@@ -37,10 +37,14 @@ def render_summary(run: Any, out_dir: Path, seconds: float) -> str:
             lines.append(f"    {code.ljust(width)}  {count}")
         if len(findings) > 15:
             lines.append(f"    ... {len(findings) - 15} more codes in findings.csv")
-    calls = report.get("aws_calls", {})
-    if calls:
-        total = sum(calls.values())
-        lines.append(f"  AWS API calls {total} ({total / max(fetched, 1):.2f} per fetched page)")
+    cost = run.cost or report.get("cost") or {}
+    if cost:
+        per_100k = cost.get("cost_per_100k_pages_usd")
+        lines.append(
+            f"  on AWS: {cost['aws_calls_total']} API calls ({cost.get('aws_calls_per_page')} per page), "
+            f"${cost['cost_usd']['total']:.4f} for this crawl"
+            + (f", ${per_100k:.2f} per 100,000 pages at list prices" if per_100k is not None else "")
+        )
     lines.append("  outputs")
     for _name, path in sorted(run.outputs.items()):
         lines.append(f"    {path}")

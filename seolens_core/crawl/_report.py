@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore
@@ -171,7 +170,6 @@ class Reporter:
                 origin: [points[t] for t in sorted(points)] for origin, points in sorted(timelines.items())
             },
             "findings_by_code": dict(sorted(Counter(f["code"] for f in findings).items())),
-            "aws_calls": GLOBAL_METER.snapshot(),
             "error": _error_text(error),
         }
         report["_pages"] = rows
