@@ -15,6 +15,7 @@ from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+HTML_PARSE_CAP = 2 * 1024 * 1024
 
 
 def _base(msg: FrontierMessage, now: float) -> dict[str, Any]:
@@ -89,7 +90,11 @@ def page_row(
     plan = None
     canonical: str | None = None
     if is_html and result.body and not msg.check_only:
-        facts = extract_page(result.body, url=url.url, content_type=content_type, headers=result.headers)
+        # Like Googlebot, only the first 2 MiB of HTML count; it also bounds the DOM (~35x the input) in a
+        # 256 MB worker. Bigger pages get ALERT_LARGE_PAGE from the audit.
+        facts = extract_page(
+            result.body[:HTML_PARSE_CAP], url=url.url, content_type=content_type, headers=result.headers
+        )
         row.update(facts.to_row())
         row["url"] = msg.url
         row["noindex"] = facts.noindex

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from seolens_core.fetch._decode import BoundedDecoder
 from seolens_core.fetch._guard import AddressPolicy
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
@@ -164,7 +165,9 @@ class Fetcher:
                 return FetchResult(url=url, error=FetchError(FetchErrorKind.DNS, str(exc)[:300]))
         verdict = self._policy.choose(host, port, addresses)
         if verdict.address is None:
-            return FetchResult(url=url, error=FetchError(FetchErrorKind.SSRF_BLOCKED, verdict.reason or "refused"))
+            return FetchResult(
+                url=url, error=FetchError(FetchErrorKind.SSRF_BLOCKED, verdict.reason or "refused")
+            )
         connect_host = f"[{verdict.address}]" if ":" in verdict.address else verdict.address
         # Connect to the address that was checked (no DNS rebinding between check and connect);
         # Host header and TLS SNI keep the real name.
@@ -186,14 +189,14 @@ class Fetcher:
             size = 0
             truncated = False
             if method != "HEAD":
-                async for chunk in response.aiter_bytes():
+                decoder = BoundedDecoder(response.headers.get("content-encoding"), self._max_body_bytes)
+                async for raw in response.aiter_raw():
+                    chunk = decoder.feed(raw)
                     size += len(chunk)
-                    if size > self._max_body_bytes:
-                        keep = len(chunk) - (size - self._max_body_bytes)
-                        chunks.append(chunk[:keep])
-                        truncated = True
-                        break
                     chunks.append(chunk)
+                    if decoder.truncated:
+                        break
+                truncated = decoder.truncated
         finally:
             await response.aclose()
         return FetchResult(
