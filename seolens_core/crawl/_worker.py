@@ -26,7 +26,7 @@ from seolens_core.crawl._pages import error_row, page_row, skipped_row
 from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket, Wait
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
-from seolens_core.politeness import WindowReport
+from seolens_core.politeness import PacingContention, WindowReport
 from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL, normalize
 
@@ -239,7 +239,10 @@ class BatchRun:
         worker's gap below the delay, so such a slot is given back unused and another one taken."""
         s = self._w.s
         for _ in range(LATE_RETRIES):
-            slot = await s.pacing.acquire(host, settings, floor_s, s.clock())
+            try:
+                slot = await s.pacing.acquire(host, settings, floor_s, s.clock())
+            except PacingContention:  # many workers on one host item: come back shortly, never fail the record
+                return Wait(until=s.clock() + 1.0, reason="contention")
             if not isinstance(slot, Ticket):
                 return slot
             wait = slot.start_at - s.clock()
