@@ -38,6 +38,13 @@ _PIPELINE = [
         "robots.txt asks for a longer Crawl-delay than max_crawl_delay; the host was skipped (or use --force-crawl-delay-cap).",
     ),
     (
+        "ALERT_NOT_IN_SITEMAP",
+        S.NOTICE,
+        C.SITEMAP,
+        "Indexable page missing from the sitemaps",
+        "List every indexable page you want found in an XML sitemap.",
+    ),
+    (
         "ALERT_HOST_SUSPENDED",
         S.WARNING,
         C.CRAWL,

@@ -10,7 +10,7 @@ import io
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,13 +112,7 @@ class Reporter:
                 "outcome": "dead_letter",
                 "alerts": ["ALERT_DEAD_LETTER"],
             }
-        inlinks: Counter[str] = Counter()
-        fetched_html = {
-            u for u, r in pages.items() if r.get("outcome") == "fetched" and r.get("status") == 200
-        }
-        for link in links:
-            if link.get("internal") and link["source"] != link["target"] and link["source"] in fetched_html:
-                inlinks[link["target"]] += 1
+        inlinks = count_inlinks(links)
         for url, row in pages.items():
             row["is_sitemap_url"] = url in sitemap
             row["inlinks"] = inlinks.get(url, 0)
@@ -143,6 +137,27 @@ class Reporter:
             target_row = pages.get(finding.url)
             if target_row is not None and finding.code not in target_row.setdefault("alerts", []):
                 target_row["alerts"].append(finding.code)
+        if sitemap:
+            for url, row in pages.items():
+                if (
+                    url not in sitemap
+                    and row.get("status") == 200
+                    and row.get("outcome") == "fetched"
+                    and row.get("internal", True)
+                    and row.get("is_html")
+                    and not row.get("noindex")
+                    and not row.get("waf_provider")
+                    and row.get("canonical") in (None, url)
+                ):
+                    row.setdefault("alerts", []).append("ALERT_NOT_IN_SITEMAP")
+                    findings.append(
+                        {
+                            "code": "ALERT_NOT_IN_SITEMAP",
+                            "severity": describe("ALERT_NOT_IN_SITEMAP")[0],
+                            "url": url,
+                            "detail": "indexable page linked from the site but missing from its sitemaps",
+                        }
+                    )
         for f in seed_findings:
             severity, title = describe(f["code"])
             findings.append({**f, "severity": severity, "detail": f.get("detail") or title})
@@ -235,6 +250,17 @@ class Reporter:
             if msg.crawl_id == crawl_id:
                 found[msg.key] = msg
         return list(found.values())
+
+
+def count_inlinks(links: Iterable[dict[str, Any]]) -> Counter[str]:
+    """Unique internal inlinks per URL. Edges are written only by fetched pages (links of 2xx HTML pages,
+    redirect hops of 3xx answers), so every source counts; a page linking twice counts once, itself never."""
+    pairs = {
+        (link["source"], link["target"])
+        for link in links
+        if link.get("internal") and link["source"] != link["target"]
+    }
+    return Counter(target for _, target in pairs)
 
 
 def _link_depths(record: CrawlRecord, links: list[dict[str, Any]]) -> dict[str, int]:

@@ -98,7 +98,8 @@ def test_pages_rows_and_link_edges(demo_crawl: dict[str, Any]) -> None:
         assert pages[base + path]["outcome"] == "disallowed"
     for path in E.orphans:
         assert pages[base + path]["is_sitemap_url"] is True
-        assert "ALERT_GRAPH_ORPHAN_PAGE" in pages[base + path]["alerts"]
+    orphans = {_path(u, base) for u, r in pages.items() if "ALERT_GRAPH_ORPHAN_PAGE" in r["alerts"]}
+    assert orphans == set(E.orphans)  # the five sitemap-only pages, and nothing else
     depths = {_path(u, base): r["depth"] for u, r in pages.items() if u.startswith(base)}
     assert {p: d for p, d in depths.items() if p in E.depth} == dict(E.depth)
     for row in pages.values():
