@@ -29,6 +29,15 @@ class PendingUrl:
     host: str
 
 
+@dataclass(frozen=True, slots=True)
+class FetchClaim:
+    """The answer of `claim_fetch`: granted, or refused with the end of the lease another delivery holds
+    (None when the URL is already done)."""
+
+    granted: bool
+    held_until: float | None = None
+
+
 class SeenCache:
     """A bounded, per-container memory of keys known to exist and who claimed them, so repeated links cost
     no AWS call; a key this same parent claimed is never skipped (its retry must be able to re-send it)."""
@@ -120,9 +129,10 @@ class UrlStore:
             return False
         return True
 
-    async def claim_fetch(self, msg: FrontierMessage, now: float, lease_s: float) -> bool:
-        """Take the exclusive right to fetch a queued URL (a lease that expires, so a crashed worker's URL comes
-        back); False when it is done or another delivery holds a live lease."""
+    async def claim_fetch(self, msg: FrontierMessage, now: float, lease_s: float) -> FetchClaim:
+        """Take the exclusive right to fetch a queued URL, as a lease that expires (a crashed worker's URL
+        comes back). Otherwise say why: it is done (a duplicate: drop it) or another delivery holds a live
+        lease (come back when it ends: if that worker crashed, this copy fetches)."""
         try:
             await self._client.update_item(
                 TableName=self._table,
@@ -135,10 +145,15 @@ class UrlStore:
                     ":l": {"N": repr(now + lease_s)},
                     ":now": {"N": repr(now)},
                 },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-        except self._client.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
+        except self._client.exceptions.ConditionalCheckFailedException as exc:
+            item = exc.response.get("Item") or {}
+            if item.get("url_state", {}).get("S") == FETCHING:
+                held_until = float(item.get("lease_until", {}).get("N", repr(now + lease_s)))
+                return FetchClaim(False, held_until=held_until)
+            return FetchClaim(False)
+        return FetchClaim(True)
 
     async def release_fetch(self, msg: FrontierMessage) -> None:
         """Give a leased URL back to the queued state before its message is re-sent (deferral, retry)."""

@@ -241,7 +241,9 @@ class BatchRun:
         for _ in range(LATE_RETRIES):
             try:
                 slot = await s.pacing.acquire(host, settings, floor_s, s.clock())
-            except PacingContention:  # many workers on one host item: come back shortly, never fail the record
+            except (
+                PacingContention
+            ):  # many workers on one host item: come back shortly, never fail the record
                 return Wait(until=s.clock() + 1.0, reason="contention")
             if not isinstance(slot, Ticket):
                 return slot
@@ -267,6 +269,9 @@ class BatchRun:
             c.count("n_rejected")
             return "rejected"
         host = url.origin
+        if self._states.get((msg.crawl_id, msg.key)) == DONE:  # first: a done URL's record is never rewritten
+            c.count("n_duplicates")
+            return "duplicate"
         if record.status.terminal or record.status is CrawlStatus.FINISHING:
             c.finished.append((msg, host, "not_crawled"))
             c.count("n_not_crawled")
@@ -274,9 +279,6 @@ class BatchRun:
         if record.status is CrawlStatus.PAUSED or await self._w.frontier_paused():
             await self._defer(msg, s.clock() + PAUSE_RECHECK_S, c)
             return "paused"
-        if self._states.get((msg.crawl_id, msg.key)) == DONE:
-            c.count("n_duplicates")
-            return "duplicate"
         settings = record.settings
         if (
             not msg.check_only
@@ -288,11 +290,16 @@ class BatchRun:
             return "not_crawled_budget"
         # Exclusive claim before any request: a second delivery of this URL (SQS is at-least-once, a parent
         # retry re-sends its children) finds it leased or done and never knocks on the host twice.
-        if not await s.urls.claim_fetch(
+        claim = await s.urls.claim_fetch(
             msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S
-        ):
-            c.count("n_duplicates")
-            return "duplicate"
+        )
+        if not claim.granted:
+            if claim.held_until is None:
+                c.count("n_duplicates")
+                return "duplicate"
+            await s.queue.send([Outgoing(msg, claim.held_until + 1.0)])
+            c.count("n_deferred")
+            return "leased_elsewhere"
         now = s.clock()
         answer = await s.robots.check(host, url.path_query, settings, ctx.fetcher, now)
         if answer.wait_until is not None:
