@@ -67,6 +67,34 @@ class ResultsStore:
             data: bytes = await stream.read()
         return data
 
+    async def list_keys(
+        self, prefix: str, start_after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Keys under `prefix` in key order, after `start_after`; at most `limit` (one listing page per 1,000)."""
+        keys: list[str] = []
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": prefix}
+        if start_after:
+            kwargs["StartAfter"] = start_after
+        while limit is None or len(keys) < limit:
+            if limit is not None:
+                kwargs["MaxKeys"] = min(1000, limit - len(keys))
+            resp = await self._client.list_objects_v2(**kwargs)
+            keys.extend(o["Key"] for o in resp.get("Contents", []))
+            if not resp.get("IsTruncated"):
+                break
+            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+        return keys
+
+    async def put_object(self, key: str, body: bytes, content_type: str = "application/json") -> None:
+        await self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
+
+    async def get_object(self, key: str) -> bytes | None:
+        """The object's bytes, or None when no object has that key."""
+        try:
+            return await self.get_file(key)
+        except self._client.exceptions.NoSuchKey:
+            return None
+
     async def report_keys(self, crawl_id: str) -> list[str]:
         return await self.part_keys(crawl_id, "report")
 

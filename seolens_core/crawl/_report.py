@@ -1,6 +1,7 @@
 """Post-crawl analysis and the outputs people open: pages.jsonl, links.jsonl, findings.csv, report.json.
 
-Inlinks are counted from the link parts; a sitemap URL with none from crawled HTML pages is an orphan.
+Inlinks are counted from the link parts by a bounded map/reduce (_inlinks.py), driven by the state machine's
+Orphans loop and finished here if needed; a sitemap URL with none from crawled HTML pages is an orphan.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.audit import LinkRow, PageRow, site_findings
 from seolens_core.crawl._findings import describe
+from seolens_core.crawl._inlinks import DEFAULT_EDGE_BUDGET, DEFAULT_SHARDS, InlinkCounter, start_cursor
 from seolens_core.crawl._pacing import PacingGate
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import NormalizedURL, normalize
@@ -36,6 +38,9 @@ class ReportServices:
     dead_letters: FrontierQueue | None
     pacing: PacingGate | None = None
     clock: Callable[[], float] = time.time
+    inlink_shards: int = DEFAULT_SHARDS
+    inlink_edge_budget: int = DEFAULT_EDGE_BUDGET
+    orphans_budget_s: float = 240.0  # work per Orphans invocation before handing back to the loop
     extra_outputs: list[
         Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], dict[str, bytes]]
     ] = field(default_factory=list)
@@ -44,12 +49,15 @@ class ReportServices:
 class Reporter:
     def __init__(self, services: ReportServices) -> None:
         self.s = services
+        self.inlinks = InlinkCounter(services.results, edge_budget=services.inlink_edge_budget)
 
     async def run(self, crawl_id: str, action: str, error: Any = None) -> dict[str, Any]:
         s = self.s
         record = await s.crawls.get(crawl_id)
         if action == "orphans":
-            return {"crawl_id": crawl_id, "ok": True}
+            cursor = await self._inlink_cursor(crawl_id, budget_s=s.orphans_budget_s)
+            done = cursor["phase"] == "done"
+            return {"crawl_id": crawl_id, "ok": True, "done": done, "phase": cursor["phase"]}
         final_status = {
             "fail": CrawlStatus.FAILED,
             "report": CrawlStatus.CANCELLED
@@ -112,7 +120,8 @@ class Reporter:
                 "outcome": "dead_letter",
                 "alerts": ["ALERT_DEAD_LETTER"],
             }
-        inlinks = count_inlinks(links)
+        cursor = await self._inlink_cursor(crawl_id, budget_s=None)
+        inlinks = await self.inlinks.counts(crawl_id, cursor["shards"], wanted=pages.keys() | sitemap.keys())
         for url, row in pages.items():
             row["is_sitemap_url"] = url in sitemap
             row["inlinks"] = inlinks.get(url, 0)
@@ -235,6 +244,11 @@ class Reporter:
 
         comparison = compare_crawls(prev_pages, prev_findings, report["_pages"], report["_findings"])
         return {"previous_crawl_id": previous.crawl_id, **comparison}
+
+    async def _inlink_cursor(self, crawl_id: str, budget_s: float | None) -> dict[str, Any]:
+        """Resume the inlink map/reduce from its checkpoint; run it to the end when `budget_s` is None."""
+        cursor = await self.inlinks.load(crawl_id) or start_cursor(self.s.inlink_shards)
+        return await self.inlinks.run(crawl_id, cursor, budget_s=budget_s, clock=self.s.clock)
 
     async def _dead_letters(self, crawl_id: str) -> list[FrontierMessage]:
         """Peek at the dead-letter queue for this crawl's URLs (left in place for the redrive command)."""

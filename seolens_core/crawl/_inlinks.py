@@ -1,0 +1,231 @@
+"""Inlink counts of a crawl of any size, as a map/reduce over the link parts in S3.
+
+Why: the report needs, for every page and sitemap URL, how many distinct crawled pages link to it
+(`count_inlinks` semantics: unique internal `(source, target)` pairs, `source != target`, redirect hops
+included). A 1,000,000-page crawl has tens of millions of edges; no single Lambda should hold them.
+
+Layout (all under `crawls/{crawl_id}/inlinks/`):
+
+- `map/{shard:04d}/{step:06d}.json` -- written by map step `step`: `{target: [source key, ...]}` for the
+  targets whose `url_key(target) % shards == shard`. Source keys are the 64-bit `url_key` of the source
+  (see seolens_core/urls/_key.py for the collision bound), sorted and unique within the step.
+- `counts/{shard:04d}.json` -- written by the reduce of `shard`: `{target: inlinks}`.
+- `cursor.json` -- the checkpoint of the loop (below).
+
+Map: one step reads link parts (`crawls/{id}/links/*.jsonl`) in key order, starting after the last key the
+previous step read (S3 `StartAfter`, so neither the listing nor the state grows with the crawl), until it
+has seen `edge_budget` edges (at least one part), then writes at most `shards` objects. Memory per step is
+bounded by the edge budget plus one part (a worker batch: 10 pages).
+
+Reduce: one step merges the map objects of `shards_per_step` shards: per target, the union of source keys,
+then its size. The union (rather than a sum of per-step counts) makes the result exact even when the same
+page's links appear in two parts (a URL fetched twice after a lease expired) and makes every step
+idempotent: a retried or repeated map step rewrites the same key, and a stale extra map object can only
+add pairs that are already there. Memory per reduce step is bounded by the edges of one shard, about
+edges / shards: pick `shards` so that fits (16 for the default Lambda up to ~3M edges; 256 for 50M).
+
+Reading: the report reads `counts/` shard by shard and keeps only the URLs it asks for (pages and sitemap
+URLs), so it holds O(pages) counts, never the edge list.
+
+Driving: `InlinkCounter.step(crawl_id, cursor)` does one bounded step and returns the next cursor, a small
+JSON object (`phase`, the last link key read or the next shard, the step number, `shards`); never a list of
+URLs. The state machine's Orphans task calls the report function in a loop until it answers `done`; the
+function keeps the cursor in `cursor.json` between invocations (the ReportFunction payload is fixed to
+`crawl_id`, `action`, `error` by the contract), so a retried invocation resumes from the last checkpoint.
+The report step finishes any remaining steps itself, so a cancelled or failed crawl (which skips Orphans)
+gets the same counts. A finished cursor keeps the last link key mapped: a run that finds parts after it (the
+crawl went on after a redrive) maps only those and reduces again, which the union makes exact.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from seolens_core.urls import url_key
+
+Cursor = dict[str, Any]
+
+DEFAULT_SHARDS = 16
+DEFAULT_EDGE_BUDGET = 200_000
+DEFAULT_SHARDS_PER_STEP = 1
+_LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
+
+
+class ObjectStore(Protocol):
+    """The slice of ResultsStore the counter needs (an in-memory fake implements it in tests)."""
+
+    async def list_keys(
+        self, prefix: str, start_after: str | None = None, limit: int | None = None
+    ) -> list[str]: ...
+
+    async def put_object(self, key: str, body: bytes, content_type: str = "application/json") -> None: ...
+
+    async def get_object(self, key: str) -> bytes | None: ...
+
+
+def shard_of(target: str, shards: int) -> int:
+    """The stable shard of a target URL (the same on every machine and run)."""
+    return url_key(target) % shards
+
+
+def start_cursor(shards: int = DEFAULT_SHARDS) -> Cursor:
+    return {"v": 1, "phase": "map", "after": None, "step": 0, "shard": 0, "shards": shards}
+
+
+def is_done(cursor: Cursor | None) -> bool:
+    return cursor is not None and cursor.get("phase") == "done"
+
+
+def _base(crawl_id: str) -> str:
+    return f"crawls/{crawl_id}/inlinks/"
+
+
+def map_pairs(
+    rows: Iterable[dict[str, Any]], shards: int, into: dict[int, dict[str, set[int]]] | None = None
+) -> dict[int, dict[str, set[int]]]:
+    """Unique internal (source, target) pairs of `rows`, source != target, grouped by target shard
+    (added to `into` when given)."""
+    out: dict[int, dict[str, set[int]]] = {} if into is None else into
+    for link in rows:
+        source, target = link["source"], link["target"]
+        if not link.get("internal") or source == target:
+            continue
+        out.setdefault(shard_of(target, shards), {}).setdefault(target, set()).add(url_key(source))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class InlinkCounter:
+    store: ObjectStore
+    edge_budget: int = DEFAULT_EDGE_BUDGET
+    shards_per_step: int = DEFAULT_SHARDS_PER_STEP
+
+    async def step(self, crawl_id: str, cursor: Cursor | None) -> Cursor:
+        """One bounded map or reduce step; returns the next cursor (phase "done" at the end)."""
+        cursor = dict(cursor or start_cursor())
+        if cursor["phase"] == "map":
+            return await self._map(crawl_id, cursor)
+        if cursor["phase"] == "reduce":
+            return await self._reduce(crawl_id, cursor)
+        return cursor
+
+    async def run(
+        self,
+        crawl_id: str,
+        cursor: Cursor | None,
+        *,
+        budget_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> Cursor:
+        """Steps until done or until `budget_s` has passed (at least one step); checkpoints after each."""
+        started = clock()
+        cursor = cursor or start_cursor()
+        if is_done(cursor) and await self.store.list_keys(
+            f"crawls/{crawl_id}/links/", start_after=cursor["after"], limit=1
+        ):  # parts written after the counts (a redriven crawl): map them, then reduce again
+            cursor = {**cursor, "phase": "map"}
+        while not is_done(cursor):
+            cursor = await self.step(crawl_id, cursor)
+            await self.save(crawl_id, cursor)
+            if budget_s is not None and clock() - started >= budget_s:
+                break
+        return cursor
+
+    async def load(self, crawl_id: str) -> Cursor | None:
+        raw = await self.store.get_object(_base(crawl_id) + "cursor.json")
+        return None if raw is None else dict(json.loads(raw))
+
+    async def save(self, crawl_id: str, cursor: Cursor) -> None:
+        await self.store.put_object(_base(crawl_id) + "cursor.json", json.dumps(cursor).encode())
+
+    async def counts(self, crawl_id: str, shards: int, wanted: Collection[str]) -> Counter[str]:
+        """Inlink counts of the `wanted` URLs, read one shard at a time (call after the cursor is done)."""
+        want_by_shard: dict[int, list[str]] = {}
+        for url in wanted:
+            want_by_shard.setdefault(shard_of(url, shards), []).append(url)
+        found: Counter[str] = Counter()
+        for shard, urls in sorted(want_by_shard.items()):
+            raw = await self.store.get_object(f"{_base(crawl_id)}counts/{shard:04d}.json")
+            if raw is None:
+                continue
+            counts: dict[str, int] = json.loads(raw)
+            for url in urls:
+                if counts.get(url):
+                    found[url] = counts[url]
+        return found
+
+    async def _map(self, crawl_id: str, cursor: Cursor) -> Cursor:
+        shards: int = cursor["shards"]
+        prefix = f"crawls/{crawl_id}/links/"
+        after: str | None = cursor["after"]
+        pairs: dict[int, dict[str, set[int]]] = {}
+        seen = 0
+        while seen < self.edge_budget:
+            keys = await self.store.list_keys(prefix, start_after=after, limit=_LIST_PAGE)
+            if not keys:
+                break
+            for key in keys:
+                after = key
+                raw = await self.store.get_object(key)
+                rows = [json.loads(line) for line in (raw or b"").decode("utf-8").splitlines() if line]
+                del raw
+                seen += len(rows)
+                map_pairs(rows, shards, into=pairs)
+                if seen >= self.edge_budget:
+                    break
+        if after == cursor["after"]:  # nothing left to read; `after` stays: the high-water mark
+            return {**cursor, "phase": "reduce", "shard": 0}
+        step: int = cursor["step"]
+        for shard, targets in pairs.items():
+            body = {target: sorted(sources) for target, sources in sorted(targets.items())}
+            key = f"{_base(crawl_id)}map/{shard:04d}/{step:06d}.json"
+            await self.store.put_object(key, json.dumps(body, separators=(",", ":")).encode())
+        return {**cursor, "after": after, "step": step + 1}
+
+    async def _reduce(self, crawl_id: str, cursor: Cursor) -> Cursor:
+        shards: int = cursor["shards"]
+        shard: int = cursor["shard"]
+        end = min(shards, shard + self.shards_per_step)
+        for s in range(shard, end):
+            merged: dict[str, set[int]] = {}
+            for key in await self.store.list_keys(f"{_base(crawl_id)}map/{s:04d}/"):
+                raw = await self.store.get_object(key)
+                part: dict[str, list[int]] = json.loads(raw or b"{}")
+                for target, sources in part.items():
+                    merged.setdefault(target, set()).update(sources)
+            counts = {target: len(sources) for target, sources in sorted(merged.items())}
+            del merged
+            await self.store.put_object(
+                f"{_base(crawl_id)}counts/{s:04d}.json", json.dumps(counts, separators=(",", ":")).encode()
+            )
+        if end >= shards:
+            return {**cursor, "phase": "done", "shard": shards}
+        return {**cursor, "shard": end}
+
+
+class MemoryObjects:
+    """An in-memory ObjectStore (tests and the memory benchmark)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.gets = 0
+
+    async def list_keys(
+        self, prefix: str, start_after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        keys = sorted(
+            k for k in self.objects if k.startswith(prefix) and (start_after is None or k > start_after)
+        )
+        return keys if limit is None else keys[:limit]
+
+    async def put_object(self, key: str, body: bytes, content_type: str = "application/json") -> None:
+        self.objects[key] = bytes(body)
+
+    async def get_object(self, key: str) -> bytes | None:
+        self.gets += 1
+        return self.objects.get(key)

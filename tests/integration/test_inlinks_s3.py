@@ -1,0 +1,59 @@
+"""The inlink map/reduce on the template's ResultsBucket in moto, through the real ResultsStore adapter."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from typing import Any
+
+from infra.local.runtime import LocalCloud
+from seolens_core.bootstrap import container
+from seolens_core.crawl._inlinks import InlinkCounter, is_done, start_cursor
+from seolens_core.crawl._report import count_inlinks
+
+
+def test_counts_on_s3_equal_count_inlinks_and_resume_from_the_checkpoint(control_cloud: LocalCloud) -> None:
+    del control_cloud
+    app = container()
+    results = app.results
+    crawl_id = f"inl-{uuid.uuid4().hex[:8]}"
+    rng = random.Random(3)
+    urls = [f"https://ex.test/p{i}" for i in range(60)]
+    all_rows: list[dict[str, Any]] = []
+    for part in range(25):  # 25 worker parts of 4 pages; page p7 delivered twice (parts 1 and 20)
+        pages = [urls[(part * 4 + i) % 60] for i in range(4)] + (["https://ex.test/p7"] if part == 20 else [])
+        rows = [
+            {"crawl_id": crawl_id, "source": src, "target": rng.choice(urls), "internal": rng.random() < 0.9}
+            for src in pages
+            for _ in range(rng.randint(0, 8))
+        ]
+        all_rows += rows
+        app.run(results.put_part(crawl_id, "links", f"{part:013d}-abc", rows))
+
+    counter = InlinkCounter(results, edge_budget=40, shards_per_step=2)
+    invocations = 0
+    cursor = None
+    while not is_done(
+        cursor
+    ):  # one step per invocation, resumed from the S3 checkpoint like the Orphans loop
+        invocations += 1
+        loaded = app.run(counter.load(crawl_id)) or start_cursor(5)
+        cursor = app.run(counter.run(crawl_id, loaded, budget_s=0))
+        assert invocations < 100
+    expected = {u: n for u, n in count_inlinks(all_rows).items() if n}
+    assert app.run(counter.counts(crawl_id, 5, urls)) == expected
+
+    keys = app.run(results.list_keys(f"crawls/{crawl_id}/inlinks/"))
+    counts_keys = [k for k in keys if "/counts/" in k]
+    assert counts_keys == [f"crawls/{crawl_id}/inlinks/counts/{s:04d}.json" for s in range(5)]
+    stored: dict[str, int] = {}
+    for key in counts_keys:
+        stored.update(json.loads(app.run(results.get_file(key))))
+    assert stored == expected  # the objects in the bucket, not only the counter's answer
+    map_steps = {k.rsplit("/", 1)[1] for k in keys if "/map/" in k}
+    assert len(map_steps) == invocations - 1 - 3  # the end-of-map step and 3 reduce steps write no map object
+    assert app.run(results.get_object(f"crawls/{crawl_id}/inlinks/missing.json")) is None
+    assert app.run(results.list_keys(f"crawls/{crawl_id}/links/", start_after=None, limit=7))[-1].endswith(
+        "0000000000006-abc.jsonl"
+    )

@@ -1,0 +1,179 @@
+"""The inlink map/reduce (seolens_core/crawl/_inlinks.py) equals count_inlinks on any graph and any split."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from infra.local.asl import AslExecutor, substitute
+from seolens_core.crawl._inlinks import InlinkCounter, MemoryObjects, is_done, start_cursor
+from seolens_core.crawl._report import count_inlinks
+
+URLS = [f"https://ex.test/p{i}" for i in range(12)]
+CRAWL = "c1"
+
+link = st.fixed_dictionaries(
+    {"source": st.sampled_from(URLS), "target": st.sampled_from(URLS), "internal": st.booleans()}
+)
+
+
+def put_parts(store: MemoryObjects, parts: list[list[dict[str, Any]]]) -> None:
+    for i, rows in enumerate(parts):
+        body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        store.objects[f"crawls/{CRAWL}/links/{i:05d}-x.jsonl"] = body
+
+
+def run_all(counter: InlinkCounter, shards: int) -> tuple[dict[str, Any], int]:
+    async def go() -> tuple[dict[str, Any], int]:
+        cursor, steps = start_cursor(shards), 0
+        while not is_done(cursor):
+            cursor = await counter.step(CRAWL, cursor)
+            assert len(json.dumps(cursor)) < 200, cursor  # the state never carries URLs lists
+            steps += 1
+        return cursor, steps
+
+    return asyncio.run(go())
+
+
+def counts(counter: InlinkCounter, shards: int, wanted: list[str]) -> dict[str, int]:
+    return dict(asyncio.run(counter.counts(CRAWL, shards, wanted)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(st.lists(link, max_size=15), max_size=8),
+    shards=st.integers(1, 6),
+    edge_budget=st.integers(1, 40),
+    per_step=st.integers(1, 3),
+)
+def test_partitioned_counts_equal_count_inlinks(
+    parts: list[list[dict[str, Any]]], shards: int, edge_budget: int, per_step: int
+) -> None:
+    """Any split into parts, including one page's links in two parts (a re-delivered URL), any budgets."""
+    store = MemoryObjects()
+    put_parts(store, parts)
+    counter = InlinkCounter(store, edge_budget=edge_budget, shards_per_step=per_step)
+    _, steps = run_all(counter, shards)
+    expected = {u: n for u, n in count_inlinks(r for p in parts for r in p).items() if n}
+    assert counts(counter, shards, [*URLS, "https://ex.test/never"]) == expected
+    assert steps <= len(parts) + 1 + -(-shards // per_step)  # a map step reads at least one part
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    parts=st.lists(st.lists(link, min_size=1, max_size=10), min_size=1, max_size=6), shards=st.integers(1, 4)
+)
+def test_retried_and_repeated_steps_change_nothing(parts: list[list[dict[str, Any]]], shards: int) -> None:
+    store = MemoryObjects()
+    put_parts(store, parts)
+    counter = InlinkCounter(store, edge_budget=7)
+
+    async def with_retries() -> None:
+        cursor = start_cursor(shards)
+        while not is_done(cursor):
+            await counter.step(CRAWL, cursor)  # a timed-out invocation whose work is redone
+            cursor = await counter.step(CRAWL, cursor)
+
+    asyncio.run(with_retries())
+    expected = {u: n for u, n in count_inlinks(r for p in parts for r in p).items() if n}
+    assert counts(counter, shards, URLS) == expected
+    run_all(InlinkCounter(store, edge_budget=3), shards)  # a second run with another chunking
+    assert counts(counter, shards, URLS) == expected
+
+
+def test_map_writes_target_shards_and_reduce_writes_counts() -> None:
+    store = MemoryObjects()
+    a, b, c = URLS[:3]
+    put_parts(
+        store,
+        [
+            [
+                {"source": a, "target": b, "internal": True},
+                {"source": a, "target": b, "internal": True},  # twice on one page: once
+                {"source": a, "target": a, "internal": True},  # itself: never
+                {"source": a, "target": "https://other.test/", "internal": False},
+            ],
+            [{"source": c, "target": b, "internal": True}, {"source": b, "target": a, "internal": True}],
+        ],
+    )
+    counter = InlinkCounter(store, edge_budget=1)
+    _, steps = run_all(counter, 2)
+    assert steps == 2 + 1 + 2  # two map steps (budget 1 edge = one part each), end of map, two shards
+    maps = sorted(k for k in store.objects if "/inlinks/map/" in k)
+    assert {k.rsplit("/", 1)[1] for k in maps} == {"000000.json", "000001.json"}
+    reduced = {}
+    for k in sorted(k for k in store.objects if "/inlinks/counts/" in k):
+        reduced.update(json.loads(store.objects[k]))
+    assert reduced == {b: 2, a: 1}
+    assert counts(counter, 2, [a, b, c]) == {a: 1, b: 2}
+
+
+def test_checkpointed_run_resumes_within_a_time_budget() -> None:
+    store = MemoryObjects()
+    put_parts(store, [[{"source": URLS[i], "target": URLS[0], "internal": True}] for i in range(1, 6)])
+    counter = InlinkCounter(store, edge_budget=1)
+    ticks = iter(range(1000))
+
+    async def invocations() -> int:
+        calls = 0
+        while True:
+            calls += 1
+            cursor = await counter.run(
+                CRAWL, await counter.load(CRAWL) or start_cursor(4), budget_s=1, clock=lambda: next(ticks)
+            )
+            if is_done(cursor):
+                return calls
+
+    assert asyncio.run(invocations()) == 5 + 1 + 4  # one step per invocation: 5 maps, end of map, 4 shards
+    assert counts(counter, 4, URLS) == {URLS[0]: 5}
+
+
+def test_parts_written_after_the_counts_are_mapped_on_the_next_run() -> None:
+    store = MemoryObjects()
+    first = [[{"source": URLS[1], "target": URLS[0], "internal": True}]]
+    put_parts(store, first)
+    counter = InlinkCounter(store)
+    done = asyncio.run(counter.run(CRAWL, start_cursor(3)))
+    assert is_done(done) and counts(counter, 3, URLS) == {URLS[0]: 1}
+    late = [{"source": URLS[2], "target": URLS[0], "internal": True}]
+    late += [{"source": URLS[1], "target": URLS[0], "internal": True}]  # a page delivered again: still one
+    store.objects[f"crawls/{CRAWL}/links/99999-late.jsonl"] = "".join(
+        json.dumps(r) + "\n" for r in late
+    ).encode()
+    again = asyncio.run(counter.run(CRAWL, asyncio.run(counter.load(CRAWL))))
+    assert is_done(again) and again["step"] == done["step"] + 1
+    assert counts(counter, 3, URLS) == {URLS[0]: 2}
+
+
+DEFINITION = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "crawl.asl.json"
+ARNS = {
+    n: f"arn:aws:lambda:us-east-1:123456789012:function:{n}"
+    for n in ("SeedFunctionArn", "ProgressFunctionArn", "ReportFunctionArn")
+}
+
+
+def test_state_machine_loops_orphans_until_done() -> None:
+    answers = [False, False, True]
+    calls: list[str] = []
+
+    def invoke(arn: str, payload: Any) -> Any:
+        if arn == ARNS["SeedFunctionArn"]:
+            return {"crawl_id": "c1", "cursor": None, "seed_done": True}
+        if arn == ARNS["ProgressFunctionArn"]:
+            return {"crawl_id": "c1", "state": "DRAINED", "wait_seconds": 0, "counters": {}}
+        calls.append(payload["action"])
+        assert set(payload) == {"crawl_id", "action", "error"}
+        if payload["action"] == "orphans":
+            return {"crawl_id": "c1", "ok": True, "done": answers.pop(0), "phase": "map"}
+        return {"crawl_id": "c1", "ok": True}
+
+    executor = AslExecutor(substitute(DEFINITION.read_text(), ARNS), invoke, sleep=lambda s: None)
+    result = executor.run({"crawl_id": "c1"}, name="crawl-c1")
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert calls == ["orphans", "orphans", "orphans", "report"]
+    assert len(json.dumps(result.output)) < 1000  # the loop keeps the state small
