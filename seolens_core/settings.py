@@ -74,6 +74,8 @@ class CrawlSettings(BaseModel):
     check_external_links: bool = True
     thin_content_words: int = Field(200, ge=0)
     progress_poll_s: int = Field(10, ge=1, le=300)
+    # Breadth-first gate: URLs deeper than the shallowest pending depth + this slack wait (None: off).
+    bfs_slack: int | None = Field(1, ge=0, le=100)
     robots_retry_base_s: float = Field(60.0, gt=0, le=3600)
     fetch: FetchSettings = FetchSettings()
     politeness: PolitenessSettings = PolitenessSettings()

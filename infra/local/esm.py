@@ -8,6 +8,7 @@ records that succeeded, and leave batch item failures to reappear after their vi
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -47,7 +48,11 @@ class EventSourceMapping:
         workers: int = 4,
         wait_time_s: int = 1,
         on_thread_exit: Callable[[], None] | None = None,
+        reorder: float = 0.0,
+        seed: int | None = None,
     ) -> None:
+        """`reorder` (0..1) emulates a standard queue's lack of order: that share of received messages is put
+        back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like)."""
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._invoke = invoke
@@ -57,6 +62,9 @@ class EventSourceMapping:
         self._workers = workers
         self._wait_time_s = wait_time_s
         self._on_thread_exit = on_thread_exit
+        self._reorder = reorder
+        self._rng = random.Random(seed)
+        self._rng_lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.stats = PollerStats()
@@ -102,6 +110,8 @@ class EventSourceMapping:
             MessageAttributeNames=["All"],
         )
         messages = resp.get("Messages", [])
+        if messages and self._reorder > 0:
+            messages = self._put_some_back(sqs, messages)
         if not messages:
             return
         with self.stats.lock:
@@ -172,6 +182,22 @@ class EventSourceMapping:
             )
         with self.stats.lock:
             injector.log.redelivered_messages += len(messages)
+
+    def _put_some_back(self, sqs: Any, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with self._rng_lock:
+            # Never past the second receive: emulated disorder must not push a URL towards the dead-letter queue.
+            back = [
+                (m, self._rng.randint(1, 3))
+                for m in messages
+                if int(m.get("Attributes", {}).get("ApproximateReceiveCount", "1")) <= 2
+                and self._rng.random() < self._reorder
+            ]
+        for message, seconds in back:
+            sqs.change_message_visibility(
+                QueueUrl=self._queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=seconds
+            )
+        returned = {m["MessageId"] for m, _ in back}
+        return [m for m in messages if m["MessageId"] not in returned]
 
     def _record(self, message: dict[str, Any]) -> dict[str, Any]:
         return {

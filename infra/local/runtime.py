@@ -127,6 +127,7 @@ def run_crawl(
     progress_every_s: float = 0.5,
     cancel: threading.Event | None = None,
     crawl_id: str | None = None,
+    unordered_queue: float = 0.0,
 ) -> CrawlRun:
     """Run one crawl to its end (drained, budget, cancelled or failed) and download its outputs."""
     assert cloud.stack is not None and cloud.host is not None
@@ -148,6 +149,7 @@ def run_crawl(
         batch_size=mapping.batch_size,
         workers=workers,
         on_thread_exit=reset_container,
+        reorder=unordered_queue,
     )
     executor = AslExecutor(
         stack.state_machine_definition,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from seolens_core.settings import CrawlSettings
 
 GLOBAL_CONTROL_ID = "__frontier__"
+_COUNTER = re.compile(r"n_\w+|q\d+")
 
 
 class CrawlStatus(enum.StrEnum):
@@ -50,6 +52,12 @@ class CrawlRecord:
     counters: dict[str, int] = field(default_factory=dict)
     finished_at: str | None = None
     error: str | None = None
+
+    @property
+    def frontier_depth(self) -> int | None:
+        """The shallowest depth that still has queued URLs (per-depth counters `q<d>`), None when unknown."""
+        depths = [int(k[1:]) for k, v in self.counters.items() if k.startswith("q") and v > 0]
+        return min(depths) if depths else None
 
 
 def _now_iso(now: float) -> str:
@@ -173,7 +181,7 @@ class CrawlStore:
 
 
 def _record(item: dict[str, Any]) -> CrawlRecord:
-    counters = {k: int(v["N"]) for k, v in item.items() if k.startswith("n_") and "N" in v}
+    counters = {k: int(v["N"]) for k, v in item.items() if _COUNTER.match(k) and "N" in v}
     return CrawlRecord(
         crawl_id=item["crawl_id"]["S"],
         status=CrawlStatus(item["status"]["S"]),

@@ -38,6 +38,14 @@ class FetchClaim:
     held_until: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """`send`: every message to enqueue (re-sends included); `new`: the URLs first discovered by this call."""
+
+    send: list[FrontierMessage]
+    new: list[FrontierMessage]
+
+
 class SeenCache:
     """A bounded, per-container memory of keys known to exist and who claimed them, so repeated links cost
     no AWS call; a key this same parent claimed is never skipped (its retry must be able to re-send it)."""
@@ -84,18 +92,16 @@ class UrlStore:
             item["outcome"] = {"S": done_outcome}
         return item
 
-    async def claim(
-        self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float
-    ) -> list[FrontierMessage]:
-        """Return the messages this writer must enqueue: newly created items, plus items this same parent
-        claimed earlier but may not have sent (a retried parent re-sends them; the fetch side dedups)."""
+    async def claim(self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float) -> Claimed:
+        """The messages this writer must enqueue: newly created items, plus items this same parent claimed
+        earlier but may not have sent (a retried parent re-sends them; the fetch side dedups)."""
         todo = [
             (m, h)
             for m, h in zip(messages, hosts, strict=True)
             if not self._seen.skips(m.crawl_id, m.key, m.parent or "seed")
         ]
         if not todo:
-            return []
+            return Claimed([], [])
         unique: dict[tuple[str, str], tuple[FrontierMessage, str]] = {}
         for m, h in todo:
             unique.setdefault((m.crawl_id, m.key), (m, h))
@@ -112,11 +118,13 @@ class UrlStore:
             if item.get("url_state", {}).get("S") in (QUEUED, FETCHING) and owner == (msg.parent or "seed"):
                 winners.append(msg)
         results = await asyncio.gather(*(self._put_new(m, h, now) for m, h in to_put))
+        new: list[FrontierMessage] = []
         for (msg, _), won in zip(to_put, results, strict=True):
             if won:
                 self._seen.add(msg.crawl_id, msg.key, msg.parent or "seed")
                 winners.append(msg)
-        return winners
+                new.append(msg)
+        return Claimed(winners, new)
 
     async def _put_new(self, msg: FrontierMessage, host: str, now: float) -> bool:
         try:

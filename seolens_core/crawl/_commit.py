@@ -18,8 +18,9 @@ from seolens_core.frontier import FrontierMessage
 
 @dataclass
 class Contribution:
-    """What one record adds to the batch's writes."""
+    """What one record adds to the batch's writes (`crawl_id` names whose counters they are)."""
 
+    crawl_id: str = ""
     pages: list[dict[str, Any]] = field(default_factory=list)
     links: list[dict[str, Any]] = field(default_factory=list)
     finished: list[tuple[FrontierMessage, str, str]] = field(default_factory=list)

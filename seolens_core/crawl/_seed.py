@@ -89,11 +89,14 @@ class Seeder:
         return {"crawl_id": crawl_id, "cursor": None if done else cursor, "seed_done": done}
 
     async def _enqueue(self, messages: list[FrontierMessage], hosts: list[str]) -> int:
-        winners = await self.s.urls.claim(messages, hosts, self.s.clock())
-        await self.s.queue.send([Outgoing(m) for m in winners])
-        if winners:
-            await self.s.crawls.add_counters(messages[0].crawl_id, {"n_discovered": len(winners)})
-        return len(winners)
+        claimed = await self.s.urls.claim(messages, hosts, self.s.clock())
+        await self.s.queue.send([Outgoing(m) for m in claimed.send])
+        if claimed.new:
+            deltas = {"n_discovered": len(claimed.new)}
+            for m in claimed.new:
+                deltas[f"q{m.depth}"] = deltas.get(f"q{m.depth}", 0) + 1
+            await self.s.crawls.add_counters(messages[0].crawl_id, deltas)
+        return len(claimed.new)
 
     async def _polite_get(
         self, url: str, origin: str, path: str, settings: CrawlSettings, fetcher: Fetcher
@@ -159,7 +162,9 @@ class Seeder:
         hosts: list[str] = []
         rows: list[dict[str, Any]] = []
         outside = 0
-        claimer = url_key_hex(target.url)  # this sitemap claims its URLs: a retried seed re-sends only its own
+        claimer = url_key_hex(
+            target.url
+        )  # this sitemap claims its URLs: a retried seed re-sends only its own
         listed: set[str] = set()
         for entry in entries:
             if entry.kind == "sitemap":

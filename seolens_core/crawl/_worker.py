@@ -12,7 +12,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
@@ -34,6 +34,8 @@ CRAWL_CACHE_S = 2.0
 PAUSE_RECHECK_S = 15
 MAX_TRIES = 3
 LATE_RETRIES = 3
+BFS_HOLD_S = 3.0
+MAX_BFS_HOLDS = 20
 FETCH_LEASE_MARGIN_S = 60.0
 ON_TIME_SHARE = 0.25
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -125,10 +127,12 @@ class PageWorker:
                 by_crawl_links.setdefault(row["crawl_id"], []).append(row)
             outgoing.extend(c.outgoing)
             finished.extend(c.finished)
-            for m, _, _ in c.finished[:1]:
-                bucket = counters.setdefault(m.crawl_id, {})
+            if c.crawl_id:
+                bucket = counters.setdefault(c.crawl_id, {})
                 for k, v in c.counters.items():
                     bucket[k] = bucket.get(k, 0) + v
+                for m, _, _ in c.finished:  # a finished URL leaves its depth's queue
+                    bucket[f"q{m.depth}"] = bucket.get(f"q{m.depth}", 0) - 1
         writes: list[Awaitable[Any]] = []
         for crawl_id, rows in by_crawl_pages.items():
             writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
@@ -214,7 +218,7 @@ class BatchRun:
                 self._prepared = asyncio.get_running_loop().create_task(self._prepare())
             await self._prepared
             msg = self._messages.get(message_id) or FrontierMessage.from_json(body)
-            contribution = Contribution()
+            contribution = Contribution(crawl_id=msg.crawl_id)
             if message_id in self._extra_copies:  # the same URL twice in one batch: the first copy fetches it
                 contribution.count("n_duplicates")
                 outcome = "duplicate"
@@ -288,6 +292,17 @@ class BatchRun:
             c.finished.append((msg, host, "not_crawled_budget"))
             c.count("n_not_crawled")
             return "not_crawled_budget"
+        depth_now = record.frontier_depth
+        if (
+            settings.bfs_slack is not None
+            and depth_now is not None
+            and msg.depth > depth_now + settings.bfs_slack
+            and msg.holds < MAX_BFS_HOLDS
+        ):
+            # Breadth-first on an unordered queue: shallower URLs are still waiting, so this one comes back later.
+            await s.queue.send([Outgoing(replace(msg, holds=msg.holds + 1), s.clock() + BFS_HOLD_S)])
+            c.count("n_bfs_held")
+            return "bfs_hold"
         # Exclusive claim before any request: a second delivery of this URL (SQS is at-least-once, a parent
         # retry re-sends its children) finds it leased or done and never knocks on the host twice.
         claim = await s.urls.claim_fetch(
@@ -346,7 +361,7 @@ class BatchRun:
         if row is None:
             backoff = min(300.0, 5 * 3**msg.tries * (1 + s.rng.random()))
             await s.urls.release_fetch(msg)
-            await s.queue.send([Outgoing(_retry(msg), s.clock() + backoff)])
+            await s.queue.send([Outgoing(replace(msg, tries=msg.tries + 1), s.clock() + backoff)])
             c.count("n_retried")
             return "retry"
         if result.location is not None and plan is None:
@@ -355,9 +370,11 @@ class BatchRun:
             c.links.extend(plan.edges)
             c.pages.extend(plan.pruned_rows)
             if plan.enqueue:
-                winners = await s.urls.claim(plan.enqueue, plan.enqueue_hosts, s.clock())
-                c.outgoing.extend(Outgoing(m) for m in winners)
-                c.count("n_discovered", len(winners))
+                claimed = await s.urls.claim(plan.enqueue, plan.enqueue_hosts, s.clock())
+                c.outgoing.extend(Outgoing(m) for m in claimed.send)
+                c.count("n_discovered", len(claimed.new))
+                for m in claimed.new:
+                    c.count(f"q{m.depth}")
         c.pages.append(row)
         outcome = "fetched" if result.error is None else "error"
         c.finished.append((msg, host, outcome))
@@ -371,18 +388,3 @@ def _transient(result: FetchResult) -> bool:
     if result.error is not None:
         return result.error.kind.value in {"timeout", "connect", "reset", "dns", "protocol"}
     return result.status in RETRY_STATUSES
-
-
-def _retry(msg: FrontierMessage) -> FrontierMessage:
-    return FrontierMessage(
-        crawl_id=msg.crawl_id,
-        url=msg.url,
-        key=msg.key,
-        depth=msg.depth,
-        parent=msg.parent,
-        sitemap=msg.sitemap,
-        lastmod=msg.lastmod,
-        meta=msg.meta,
-        check_only=msg.check_only,
-        tries=msg.tries + 1,
-    )

@@ -10,7 +10,9 @@ import ipaddress
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-METADATA_ADDRESSES = frozenset({ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")})
+METADATA_ADDRESSES = frozenset(
+    {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")}
+)
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -87,4 +89,6 @@ class AddressPolicy:
             if trusted or is_public(ip):
                 return GuardVerdict(str(ip))
             refused.append(raw)
-        return GuardVerdict(None, f"refused non-public address {', '.join(refused)} for untrusted host {host}")
+        return GuardVerdict(
+            None, f"refused non-public address {', '.join(refused)} for untrusted host {host}"
+        )

@@ -32,6 +32,7 @@ class FrontierMessage:
     meta: dict[str, str] = field(default_factory=dict)
     check_only: bool = False
     tries: int = 0
+    holds: int = 0
 
     def to_json(self) -> str:
         body: dict[str, Any] = {
@@ -53,6 +54,8 @@ class FrontierMessage:
             body["check_only"] = True
         if self.tries:
             body["tries"] = self.tries
+        if self.holds:
+            body["holds"] = self.holds
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -96,4 +99,5 @@ class FrontierMessage:
             meta=dict(meta),
             check_only=bool(data.get("check_only", False)),
             tries=data["tries"] if isinstance(data.get("tries"), int) and data["tries"] >= 0 else 0,
+            holds=data["holds"] if isinstance(data.get("holds"), int) and data["holds"] >= 0 else 0,
         )
