@@ -42,6 +42,7 @@ async def start_audits(control: CrawlControl, config: AuditConfig) -> dict[str, 
                     "max_pages": d.max_pages,
                     "max_depth": d.max_depth,
                     "user_agent": d.user_agent,
+                    "trust_start_hosts": False,  # as through the API: no private targets by configuration
                 }
             )
         except ValidationError as exc:
