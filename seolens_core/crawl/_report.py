@@ -137,7 +137,8 @@ class Reporter:
         findings = _page_findings(rows)
         site = site_findings(
             (PageRow.from_mapping(r) for r in rows),
-            (LinkRow.from_mapping(link) for link in links),
+            # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
+            (LinkRow.from_mapping(link) for link in links if not link.get("redirect")),
             sitemap_urls=set(sitemap),
             inlinks=inlinks,
         )

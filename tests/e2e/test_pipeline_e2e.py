@@ -3,6 +3,7 @@ with 4 concurrent pollers; the fixture server's request log is the evidence."""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -171,3 +172,49 @@ def test_depth_limit_and_boundary(local_cloud: LocalCloud, tmp_path: Path) -> No
         assert "ALERT_SSRF_BLOCKED" in blocked_row["alerts"]
     finally:
         server.stop()
+
+
+DEFECT_CODES = {
+    "missing_title": "ALERT_TITLE_MISSING",
+    "duplicate_title": "ALERT_TITLE_DUPLICATE",
+    "missing_h1": "ALERT_H1_MISSING",
+    "multiple_h1": "ALERT_H1_MULTIPLE",
+    "thin_content": "ALERT_THIN_CONTENT",
+    "noindex": "ALERT_NOINDEX",
+    "canonical_elsewhere": "ALERT_CANONICAL_ELSEWHERE",
+    "missing_meta_description": "ALERT_META_DESC_MISSING",
+    "title_too_short": "ALERT_TITLE_TOO_SHORT",
+    "title_too_long": "ALERT_TITLE_TOO_LONG",
+    "meta_description_too_short": "ALERT_META_DESC_TOO_SHORT",
+    "meta_description_too_long": "ALERT_META_DESC_TOO_LONG",
+    "duplicate_meta_description": "ALERT_META_DESC_DUPLICATE",
+}
+
+
+def _expected_findings() -> set[tuple[str, str]]:
+    """Every finding the demo shop must produce, derived from its one page table (DEMO_EXPECTED)."""
+    expected = {(DEFECT_CODES[name], path) for name, paths in E.defects.items() for path in paths}
+    expected |= {("ALERT_WAF_BOT_CHALLENGE", p) for p in E.waf}
+    expected |= {("ALERT_GRAPH_ORPHAN_PAGE", p) for p in E.orphans}
+    expected |= {("ALERT_ROBOTS_DISALLOWED", p) for p in E.disallowed}
+    expected |= {("ALERT_HTTP_4XX", p) for p in E.broken}
+    expected |= {("ALERT_BROKEN_INTERNAL_LINK", s) for s, t in E.edges if t in E.broken}
+    expected |= {("ALERT_INTERNAL_LINK_TO_REDIRECT", s) for s, t in E.edges if t in E.redirects}
+    expected |= {
+        ("ALERT_REDIRECT_CHAIN", start) for start, chain in E.redirect_chains.items() if len(chain) > 1
+    }
+    indexable = set(E.ok_pages) - E.defects["noindex"] - E.defects["canonical_elsewhere"] - set(E.waf)
+    expected |= {("ALERT_NOT_IN_SITEMAP", p) for p in indexable - set(E.sitemap)}
+    return {(code, path) for code, path in expected if not path.startswith(E.trap_prefix)}
+
+
+def test_findings_exactly_as_designed(demo_crawl: dict[str, Any]) -> None:
+    base = demo_crawl["base"]
+    out = demo_crawl["run"].outputs["findings.csv"]
+    with out.open() as fh:
+        found = {
+            (row["code"], _path(row["url"], base))
+            for row in csv.DictReader(fh)
+            if row["url"].startswith(base) and not _path(row["url"], base).startswith(E.trap_prefix)
+        }
+    assert found == _expected_findings()
