@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import (
@@ -15,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions._observability import logger, metrics, tracer
 from seolens_core.bootstrap import container
+from seolens_core.frontier import FrontierMessage, MessageError
 
 
 @logger.inject_lambda_context
@@ -26,7 +28,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     batch = app.worker.batch([(r.get("messageId", ""), r.get("body", "")) for r in records])
 
     async def record_handler(record: SQSRecord) -> str:
-        return await batch.handle(record.message_id, record.body)
+        try:
+            outcome = await batch.handle(record.message_id, record.body)
+        except Exception:
+            logger.exception("record failed; it will be retried", extra=_log_keys(record.body))
+            raise
+        logger.debug("url processed", extra={**_log_keys(record.body), "outcome": outcome})
+        return outcome
 
     processor = app.extras.setdefault("processor", AsyncBatchProcessor(event_type=EventType.SQS))
     response = async_process_partial_response(
@@ -38,3 +46,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         name="batch_failures", unit=MetricUnit.Count, value=len(response.get("batchItemFailures", []))
     )
     return dict(response)
+
+
+def _log_keys(body: str) -> dict[str, str]:
+    """crawl_id, host and URL of a record for structured logs (never headers or cookies)."""
+    try:
+        msg = FrontierMessage.from_json(body)
+    except MessageError:
+        return {"crawl_id": "?", "host": "?", "url": "?"}
+    return {"crawl_id": msg.crawl_id, "host": urlsplit(msg.url).netloc, "url": msg.url}
