@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from seolens_core.adapters.host_pacing import HostPacingStore
-from seolens_core.crawl._ports import Ticket, Wait
+from seolens_core.crawl._ports import PacingPort, Ticket, Wait
 from seolens_core.fetch import FetchResult
 from seolens_core.fetch._client import FetchErrorKind
 from seolens_core.politeness import (
@@ -19,6 +19,7 @@ from seolens_core.politeness import (
     DeferReason,
     Deferred,
     Observation,
+    PacingContention,
     WindowReport,
     acquire,
 )
@@ -207,3 +208,36 @@ class PacingGate:
         """The host timeline points (closed AIMD windows) noted since the last drain, per origin."""
         drained, self._timeline = self._timeline, {}
         return drained
+
+
+LATE_RETRIES = 3
+ON_TIME_SHARE = 0.5
+
+
+async def start_slot(
+    pacing: PacingPort,
+    host: str,
+    settings: CrawlSettings,
+    floor_s: float | None,
+    *,
+    clock: Callable[[], float],
+    sleep: Callable[[float], Awaitable[object]],
+) -> Ticket | Wait:
+    """A pacing slot the caller can start on time (every request to a host goes through here: pages, robots
+    retries excepted, sitemaps). A start later than half the slot's slack would squeeze the gap to the next
+    worker's slot below the delay, so such a slot is given back unused and another one taken."""
+    for _ in range(LATE_RETRIES):
+        try:
+            slot = await pacing.acquire(host, settings, floor_s, clock())
+        except PacingContention:  # many workers on one host item: come back shortly, never fail the caller
+            return Wait(until=clock() + 1.0, reason="contention")
+        if not isinstance(slot, Ticket):
+            return slot
+        wait = slot.start_at - clock()
+        if wait > 0:
+            await sleep(wait)
+        # Keep the other half of the slack for the jitter between this check and the request reaching the host.
+        if clock() - slot.start_at <= slot.slack_s * ON_TIME_SHARE:
+            return slot
+        await pacing.give_back(slot)
+    return Wait(until=clock() + 1.0, reason="late")

@@ -17,6 +17,7 @@ from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.crawl._links import CrawlScope
+from seolens_core.crawl._pacing import start_slot
 from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
 from seolens_core.crawl._worker import default_fetcher
 from seolens_core.fetch import Fetcher, FetchResult
@@ -112,7 +113,9 @@ class Seeder:
                 continue
             if not answer.allowed:
                 return answer.reason or "disallowed by robots.txt"
-            slot = await s.pacing.acquire(origin, settings, answer.crawl_delay_s, now)
+            slot = await start_slot(
+                s.pacing, origin, settings, answer.crawl_delay_s, clock=s.clock, sleep=_sleep
+            )
             if not isinstance(slot, Ticket):
                 if slot.until - now > 30:
                     return f"host paced ({slot.reason})"

@@ -22,22 +22,21 @@ from seolens_core.adapters.urls import DONE, UrlStore
 from seolens_core.audit import detect_waf
 from seolens_core.crawl._commit import BatchCommit, Contribution
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
+from seolens_core.crawl._pacing import start_slot
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
-from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket, Wait
+from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
-from seolens_core.politeness import PacingContention, WindowReport
+from seolens_core.politeness import WindowReport
 from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL, normalize
 
 CRAWL_CACHE_S = 2.0
 PAUSE_RECHECK_S = 15
 MAX_TRIES = 3
-LATE_RETRIES = 3
 BFS_HOLD_S = 3.0
 MAX_BFS_HOLDS = 20
 FETCH_LEASE_MARGIN_S = 60.0
-ON_TIME_SHARE = 0.5
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -238,28 +237,6 @@ class BatchRun:
         await self._w.s.queue.send([Outgoing(msg, until)])
         c.count("n_deferred")
 
-    async def _slot(self, host: str, settings: CrawlSettings, floor_s: float | None) -> Ticket | Wait:
-        """A pacing slot we can start on time: a start later than the slot's slack would squeeze the next
-        worker's gap below the delay, so such a slot is given back unused and another one taken."""
-        s = self._w.s
-        for _ in range(LATE_RETRIES):
-            try:
-                slot = await s.pacing.acquire(host, settings, floor_s, s.clock())
-            except (
-                PacingContention
-            ):  # many workers on one host item: come back shortly, never fail the record
-                return Wait(until=s.clock() + 1.0, reason="contention")
-            if not isinstance(slot, Ticket):
-                return slot
-            wait = slot.start_at - s.clock()
-            if wait > 0:
-                await s.sleep(wait)
-            # Keep most of the slack for the jitter between this check and the request reaching the host.
-            if s.clock() - slot.start_at <= slot.slack_s * ON_TIME_SHARE:
-                return slot
-            await s.pacing.give_back(slot)
-        return Wait(until=s.clock() + 1.0, reason="late")
-
     async def _process(self, msg: FrontierMessage, c: Contribution) -> str:
         s = self._w.s
         try:
@@ -327,7 +304,7 @@ class BatchRun:
             c.finished.append((msg, host, "disallowed"))
             c.count("n_disallowed")
             return "disallowed"
-        slot = await self._slot(host, settings, answer.crawl_delay_s)
+        slot = await start_slot(s.pacing, host, settings, answer.crawl_delay_s, clock=s.clock, sleep=s.sleep)
         if not isinstance(slot, Ticket):
             if slot.reason == "suspended":
                 detail = (
