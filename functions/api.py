@@ -29,6 +29,7 @@ from seolens_core.api_models import (
     CrawlSummary,
     CrawlView,
     ErrorBody,
+    FrontierState,
     Progress,
     ReportFile,
     ReportLinks,
@@ -181,6 +182,33 @@ def resume_crawl(id: CrawlId) -> CrawlSummary:
 )
 def cancel_crawl(id: CrawlId) -> CrawlSummary:
     return _summary(container().run(_control().cancel(id)))
+
+
+@app.get(
+    "/frontier",
+    summary="The operator switch: is the whole frontier paused?",
+    responses=_responses(200, FrontierState, "State"),
+)
+def frontier_state() -> FrontierState:
+    return FrontierState(paused=container().run(_control().frontier_paused()))
+
+
+@app.post(
+    "/frontier/pause",
+    summary="Pause fetching for every crawl (URLs are kept)",
+    responses=_responses(200, FrontierState, "Paused"),
+)
+def pause_frontier() -> FrontierState:
+    container().run(_control().set_frontier_paused(True))
+    return FrontierState(paused=True)
+
+
+@app.post(
+    "/frontier/resume", summary="Resume every crawl", responses=_responses(200, FrontierState, "Running")
+)
+def resume_frontier() -> FrontierState:
+    container().run(_control().set_frontier_paused(False))
+    return FrontierState(paused=False)
 
 
 @app.get(

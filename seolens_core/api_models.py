@@ -163,6 +163,12 @@ class Progress(BaseModel):
     max_seconds: float | None
 
 
+class FrontierState(BaseModel):
+    """The operator switch that pauses every crawl at once."""
+
+    paused: bool
+
+
 class CrawlSummary(BaseModel):
     crawl_id: str
     status: str

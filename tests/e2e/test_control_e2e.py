@@ -124,3 +124,24 @@ def test_cancel_stops_fetching(local_cloud: LocalCloud, tmp_path: Path) -> None:
     by_outcome = report["summary"]["by_outcome"]
     # Every URL is accounted for: fetched, or still pending/not crawled, never silently gone.
     assert by_outcome.get("fetched", 0) + by_outcome.get("pending", 0) == report["summary"]["urls"]
+
+
+def test_operator_switch_pauses_every_crawl(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    app = container()
+    with FixtureServer([crawl_delay_site(0.3, pages=25, name="switch")]) as server:
+        job = _Background(local_cloud, _settings(server.base_url("switch")), tmp_path, "switch-1")
+        _wait_for(lambda: len(_page_requests(server, "switch")) >= 2)
+        app.run(app.crawls.set_frontier_paused(True))
+        try:
+            time.sleep(4)  # workers read the switch within their 2 s cache; in-flight fetches finish
+            held_at = len(_page_requests(server, "switch"))
+            time.sleep(4)
+            assert len(_page_requests(server, "switch")) == held_at, (
+                "fetching went on with the frontier paused"
+            )
+        finally:
+            app.run(app.crawls.set_frontier_paused(False))
+        run = job.join()
+        requests = Counter(r.path for r in _page_requests(server, "switch"))
+    assert run.execution.status == "SUCCEEDED"
+    assert requests == Counter(dict.fromkeys([*NumberedPages(25).paths(), "/"], 1))

@@ -37,7 +37,15 @@ def test_deploy_is_fast_and_prunes_only_the_api_and_bucket_policy(stack: Deploye
         *(f"ApiFunction{route}Permission" for route in ("StartCrawl", "ListCrawls", "GetCrawl")),
         *(
             f"ApiFunction{route}Permission"
-            for route in ("PauseCrawl", "ResumeCrawl", "CancelCrawl", "GetReport")
+            for route in (
+                "PauseCrawl",
+                "ResumeCrawl",
+                "CancelCrawl",
+                "GetReport",
+                "GetFrontier",
+                "PauseFrontier",
+                "ResumeFrontier",
+            )
         ),
     }
     assert "ApiUrl" not in stack.outputs

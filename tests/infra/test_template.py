@@ -232,6 +232,9 @@ def test_http_api_routes_and_iam_auth(sam_template: dict[str, Any]) -> None:
         ("POST", "/crawls/{id}/resume"),
         ("POST", "/crawls/{id}/cancel"),
         ("GET", "/crawls/{id}/report"),
+        ("GET", "/frontier"),
+        ("POST", "/frontier/pause"),
+        ("POST", "/frontier/resume"),
     }
 
 

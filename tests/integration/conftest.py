@@ -138,7 +138,7 @@ def call_api(
 
     parts = path.strip("/").split("/")
     route, params = path, None
-    if len(parts) >= 2:
+    if len(parts) >= 2 and parts[0] == "crawls":
         params = {"id": parts[1]}
         route = "/crawls/{id}" + ("/" + parts[2] if len(parts) > 2 else "")
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)

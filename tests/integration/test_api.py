@@ -267,6 +267,17 @@ def test_frontier_switch_item_is_never_modified(starter: FakeStarter, control_cl
     assert item is None or "status" not in item
 
 
+def test_operator_switch_pauses_and_resumes_the_whole_frontier(starter: FakeStarter) -> None:
+    assert call_api("POST", "/frontier/resume").body == {"paused": False}
+    assert call_api("GET", "/frontier").body == {"paused": False}
+    assert call_api("POST", "/frontier/pause").body == {"paused": True}
+    stored = _item("__frontier__")
+    assert stored is not None and stored["paused"] == {"BOOL": True}  # what every worker reads
+    assert call_api("GET", "/frontier").body == {"paused": True}
+    assert call_api("POST", "/frontier/resume").body == {"paused": False}
+    assert _item("__frontier__")["paused"] == {"BOOL": False}
+
+
 def test_unknown_route_and_method(starter: FakeStarter) -> None:
     assert call_api("GET", "/nothing").status == 404
     assert call_api("DELETE", "/crawls").status == 404
@@ -355,6 +366,9 @@ def test_openapi_document_is_in_sync() -> None:
         "/crawls/{id}/resume",
         "/crawls/{id}/cancel",
         "/crawls/{id}/report",
+        "/frontier",
+        "/frontier/pause",
+        "/frontier/resume",
     }
     assert "202" in paths["/crawls"]["post"]["responses"]
     assert "allow_hosts" not in json.dumps(checked_in["components"]["schemas"]["StartCrawlRequest"])
