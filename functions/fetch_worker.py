@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions._observability import logger, metrics, tracer
+from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.bootstrap import container
 from seolens_core.frontier import FrontierMessage, MessageError
 
@@ -24,6 +25,7 @@ from seolens_core.frontier import FrontierMessage, MessageError
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     app = container()
+    calls_before = GLOBAL_METER.total()
     records = event.get("Records", [])
     batch = app.worker.batch([(r.get("messageId", ""), r.get("body", "")) for r in records])
 
@@ -42,6 +44,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     for outcome, count in batch.outcomes.items():
         metrics.add_metric(name=f"urls_{outcome}", unit=MetricUnit.Count, value=count)
+    metrics.add_metric(name="aws_calls", unit=MetricUnit.Count, value=GLOBAL_METER.total() - calls_before)
     metrics.add_metric(
         name="batch_failures", unit=MetricUnit.Count, value=len(response.get("batchItemFailures", []))
     )

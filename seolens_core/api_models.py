@@ -9,7 +9,7 @@ names are refused here, before anything is written.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -20,6 +20,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     StrictStr,
+    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -94,6 +95,9 @@ class CrawlOptions(BaseModel):
     thin_content_words: StrictInt = Field(200, ge=0, le=100_000)
     extra_headers: dict[StrictStr, StrictStr] = Field(default_factory=dict, max_length=20)
     cookie: StrictStr | None = Field(None, max_length=8192)
+    metadata: dict[StrictStr, Annotated[str, StringConstraints(strict=True, max_length=1024)]] = Field(
+        default_factory=dict, max_length=32
+    )
 
 
 class StartCrawlRequest(BaseModel):
@@ -143,6 +147,7 @@ class StartCrawlRequest(BaseModel):
                 "thin_content_words": o.thin_content_words,
                 "extra_headers": o.extra_headers,
                 "cookie": o.cookie,
+                "start_metadata": o.metadata,
                 "trust_start_hosts": False,
             }
         )

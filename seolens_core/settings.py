@@ -79,6 +79,9 @@ class CrawlSettings(BaseModel):
     robots_retry_base_s: float = Field(60.0, gt=0, le=3600)
     fetch: FetchSettings = FetchSettings()
     politeness: PolitenessSettings = PolitenessSettings()
+    # Per-URL metadata (URL Frontier's string map) given to the start URLs; it travels in their frontier
+    # messages and lands in their rows. Outlinks do not inherit it.
+    start_metadata: dict[str, str] = Field(default_factory=dict, max_length=32)
     # Secrets: sent to the crawled site only, never logged or written to results.
     extra_headers: dict[str, SecretStr] = Field(default_factory=dict)
     cookie: SecretStr | None = None

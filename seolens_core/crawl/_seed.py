@@ -61,7 +61,13 @@ class Seeder:
                         crawl_id, CrawlStatus.RUNNING, allowed_from=(CrawlStatus.QUEUED,)
                     )
                 starts = [
-                    FrontierMessage(crawl_id=crawl_id, url=u.url, key=url_key_hex(u.url), depth=0)
+                    FrontierMessage(
+                        crawl_id=crawl_id,
+                        url=u.url,
+                        key=url_key_hex(u.url),
+                        depth=0,
+                        meta=dict(settings.start_metadata),
+                    )
                     for u in scope.start_urls
                 ]
                 await self._enqueue(starts, [u.origin for u in scope.start_urls])

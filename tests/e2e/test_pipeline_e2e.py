@@ -41,6 +41,7 @@ def demo_crawl(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory
             start_urls=(base + "/",),
             allow_hosts=(f"{partner_host}:{partner_port}",),
             progress_poll_s=1,
+            start_metadata={"campaign": "audit-q4"},
         )
         out = tmp_path_factory.mktemp("demo")
         run = run_crawl(local_cloud, settings, workers=4, out_dir=out)
@@ -218,3 +219,9 @@ def test_findings_exactly_as_designed(demo_crawl: dict[str, Any]) -> None:
             if row["url"].startswith(base) and not _path(row["url"], base).startswith(E.trap_prefix)
         }
     assert found == _expected_findings()
+
+
+def test_per_url_metadata_travels_with_its_url_only(demo_crawl: dict[str, Any]) -> None:
+    pages = {p["url"]: p for p in demo_crawl["pages"]}
+    assert pages[demo_crawl["base"] + "/"]["meta"] == {"campaign": "audit-q4"}
+    assert all(not row.get("meta") for url, row in pages.items() if url != demo_crawl["base"] + "/")
