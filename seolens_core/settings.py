@@ -6,9 +6,12 @@ Every default is the product default from the crawler guide; components receive 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from seolens_core.robots import DEFAULT_ROBOTS_SETTINGS, validate_settings
 
 DEFAULT_USER_AGENT_TOKEN = "SEOLens"
 
@@ -107,6 +110,17 @@ class CrawlSettings(BaseModel):
         p = self.politeness
         if p.initial_concurrency > p.max_concurrency:
             raise ValueError("politeness.initial_concurrency must not exceed politeness.max_concurrency")
+        if p.block_base_s > p.block_cap_s:
+            raise ValueError("politeness.block_base_s must not exceed politeness.block_cap_s")
+        # Fail at start, with the robots engine's own message, for robots settings it cannot enforce safely.
+        validate_settings(
+            replace(
+                DEFAULT_ROBOTS_SETTINGS,
+                max_crawl_delay_s=p.max_crawl_delay_s,
+                force_crawl_delay_cap=p.force_crawl_delay_cap,
+                retry_base_s=self.robots_retry_base_s,
+            )
+        )
         return self
 
     @property
