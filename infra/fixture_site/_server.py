@@ -26,6 +26,8 @@ from typing import IO, Any
 from infra.fixture_site._http import BadRequest, Headers, Request, chunk, parse_head, render_head
 from infra.fixture_site._routes import RouteContext, RouteLike, not_found, resolve, text
 
+_ORIGINS_USED: set[tuple[str, int]] = set()
+
 _CHUNK = 16 * 1024
 _POLL = 0.05
 
@@ -325,11 +327,21 @@ class FixtureServer:
             ) -> None:
                 await self._connection(bound, reader, writer)
 
-            server = await asyncio.start_server(
-                handler, host=bound.spec.ip, port=bound.spec.port, limit=self._max_head
-            )
+            for _ in range(50):
+                server = await asyncio.start_server(
+                    handler, host=bound.spec.ip, port=bound.spec.port, limit=self._max_head
+                )
+                port = int(server.sockets[0].getsockname()[1])
+                origin = (bound.spec.ip, port)
+                # A fresh site never reuses an origin an earlier site of this process had: crawlers keep
+                # per-host state (robots.txt for up to 24 h, pacing), as they must on the real web.
+                if bound.spec.port or origin not in _ORIGINS_USED:
+                    break
+                server.close()
+                await server.wait_closed()
+            _ORIGINS_USED.add(origin)
             bound.server = server
-            bound.port = int(server.sockets[0].getsockname()[1])
+            bound.port = port
             self._urls[name] = bound.base_url
 
     async def _close(self) -> None:
