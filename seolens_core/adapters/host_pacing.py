@@ -448,15 +448,7 @@ def _controller_values(state: HostPoliteness, guard_s: float, now: float) -> dic
         if w is None
         else {
             "S": json.dumps(
-                {
-                    "closed_at": w.closed_at,
-                    "n": w.n,
-                    "errors": w.errors,
-                    "p95_ms": w.p95_ms,
-                    "verdict": w.verdict.value,
-                    "delay_ms": w.delay_ms,
-                    "concurrency": w.concurrency,
-                },
+                w.to_dict(),
                 separators=(",", ":"),
             )
         }

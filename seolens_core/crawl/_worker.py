@@ -160,13 +160,8 @@ def _timeline_rows(
             {
                 "origin": origin,
                 "t": round(w.closed_at, 3),
-                "n": w.n,
-                "errors": w.errors,
                 "error_rate": round(w.error_rate, 4),
-                "p95_ms": w.p95_ms,
-                "verdict": w.verdict.value,
-                "delay_ms": w.delay_ms,
-                "concurrency": w.concurrency,
+                **w.to_dict(),
             }
             for w in windows
         ]

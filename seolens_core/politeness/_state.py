@@ -58,6 +58,18 @@ class WindowReport:
     def error_rate(self) -> float:
         return self.errors / self.n if self.n else 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, for storage and timelines."""
+        return {
+            "closed_at": self.closed_at,
+            "n": self.n,
+            "errors": self.errors,
+            "p95_ms": self.p95_ms,
+            "verdict": self.verdict.value,
+            "delay_ms": self.delay_ms,
+            "concurrency": self.concurrency,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class HostPoliteness:
@@ -122,17 +134,7 @@ class HostPoliteness:
             "incidents": self.incidents,
             "last_incident_at": self.last_incident_at,
             "leases": dict(self.leases),
-            "last_window": None
-            if w is None
-            else {
-                "closed_at": w.closed_at,
-                "n": w.n,
-                "errors": w.errors,
-                "p95_ms": w.p95_ms,
-                "verdict": w.verdict.value,
-                "delay_ms": w.delay_ms,
-                "concurrency": w.concurrency,
-            },
+            "last_window": None if w is None else w.to_dict(),
         }
 
     @classmethod
