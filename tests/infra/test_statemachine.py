@@ -106,7 +106,10 @@ def test_definition_graph_is_sound(definitions: dict[str, dict[str, Any]]) -> No
             "never reach",
         ),
         (
-            lambda s: s.update(Extra={"Type": "Pass", "Next": "Report"}) or s["OrphansDone?"].update(Default="Extra"),
+            lambda s: (
+                s.update(Extra={"Type": "Pass", "Next": "Report"})
+                or s["OrphansDone?"].update(Default="Extra")
+            ),
             None,
         ),
     ],
