@@ -17,7 +17,31 @@ __all__ = ["SiteSpec", "generate_site", "page_path"]
 
 DEPTH = 6
 SITEMAP_CHUNK = 5000
-_WORDS = ["crawl", "audit", "canonical", "sitemap", "robots", "index", "render", "status", "redirect", "anchor", "heading", "meta", "title", "description", "schema", "latency", "budget", "server", "cache", "origin", "header", "content", "quality"]
+_WORDS = [
+    "crawl",
+    "audit",
+    "canonical",
+    "sitemap",
+    "robots",
+    "index",
+    "render",
+    "status",
+    "redirect",
+    "anchor",
+    "heading",
+    "meta",
+    "title",
+    "description",
+    "schema",
+    "latency",
+    "budget",
+    "server",
+    "cache",
+    "origin",
+    "header",
+    "content",
+    "quality",
+]
 
 
 class SiteSpec:

@@ -34,7 +34,10 @@ def outcomes(case: Case, result: FetchResult) -> set[str]:
     found: set[str] = {"truncated"} if result.truncated else set()
     if case.kind == "page":
         facts = extract_page(
-            result.body[:HTML_PARSE_CAP], url=result.url, content_type=result.content_type, headers=result.headers
+            result.body[:HTML_PARSE_CAP],
+            url=result.url,
+            content_type=result.content_type,
+            headers=result.headers,
         )
         if not facts.is_html:
             found.add("not_html")
