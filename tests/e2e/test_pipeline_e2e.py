@@ -59,6 +59,16 @@ def demo_crawl(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory
         server.stop()
 
 
+def test_report_carries_the_crawl_cost(demo_crawl: dict[str, Any]) -> None:
+    cost = demo_crawl["report"]["cost"]
+    calls = cost["aws_calls"]
+    # Every layer is metered: the event source mapping's receives, the workers' writes, the report's reads.
+    assert calls["sqs.ReceiveMessage"] > 0 and calls["dynamodb.PutItem"] > 0 and calls["s3.GetObject"] > 0
+    assert cost["aws_calls_total"] == sum(calls.values())
+    assert cost["cost_usd"]["total"] > 0 and cost["cost_per_100k_pages_usd"] > 0
+    assert cost["state_transitions"] > 5 and cost["lambda_gb_seconds"] > 0
+
+
 def test_crawl_succeeds_and_drains(demo_crawl: dict[str, Any]) -> None:
     run = demo_crawl["run"]
     assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
