@@ -26,6 +26,7 @@ from seolens_core.frontier import FrontierMessage, MessageError
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     app = container()
     calls_before = GLOBAL_METER.total()
+    verdicts_before = dict(app.worker.window_verdicts)
     records = event.get("Records", [])
     batch = app.worker.batch([(r.get("messageId", ""), r.get("body", "")) for r in records])
 
@@ -44,6 +45,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
     for outcome, count in batch.outcomes.items():
         metrics.add_metric(name=f"urls_{outcome}", unit=MetricUnit.Count, value=count)
+    for verdict, count in app.worker.window_verdicts.items():  # "degrade" windows are the AIMD back-offs
+        if count - verdicts_before.get(verdict, 0):
+            metrics.add_metric(
+                name=f"host_windows_{verdict}",
+                unit=MetricUnit.Count,
+                value=count - verdicts_before.get(verdict, 0),
+            )
     metrics.add_metric(name="aws_calls", unit=MetricUnit.Count, value=GLOBAL_METER.total() - calls_before)
     metrics.add_metric(
         name="batch_failures", unit=MetricUnit.Count, value=len(response.get("batchItemFailures", []))

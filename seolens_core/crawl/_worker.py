@@ -84,6 +84,9 @@ class PageWorker:
         self.s = services
         self._crawls: dict[str, _CrawlContext] = {}
         self._frontier_paused: tuple[float, bool] = (0.0, False)
+        self.window_verdicts: Counter[str] = (
+            Counter()
+        )  # closed AIMD windows seen here, by verdict (for metrics)
 
     async def crawl_context(self, crawl_id: str) -> _CrawlContext:
         now = self.s.clock()
@@ -137,7 +140,9 @@ class PageWorker:
             writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
         for crawl_id, rows in by_crawl_links.items():
             writes.append(self.s.results.put_part(crawl_id, "links", part, _strip_internal(rows)))
-        for crawl_id, rows in _timeline_rows(self.s.pacing.drain_timeline(), finished).items():
+        timeline = self.s.pacing.drain_timeline()
+        self.window_verdicts.update(w.verdict.value for windows in timeline.values() for w in windows)
+        for crawl_id, rows in _timeline_rows(timeline, finished).items():
             writes.append(self.s.results.put_part(crawl_id, "pacing", part, rows))
         if outgoing:
             writes.append(self.s.queue.send(outgoing))
