@@ -257,11 +257,3 @@ def download_outputs(crawl_id: str, out_dir: Path) -> dict[str, Path]:
         target.write_bytes(app.run(app.results.get_file(key)))
         paths[name] = target
     return paths
-
-
-def crawl_state(run: CrawlRun) -> dict[str, Any]:
-    return {
-        "status": run.record.status.value,
-        "execution": run.execution.status,
-        "counters": run.record.counters,
-    }

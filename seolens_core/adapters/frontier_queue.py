@@ -72,14 +72,3 @@ class FrontierQueue:
                 break
             bodies.extend(m["Body"] for m in batch)
         return bodies
-
-    async def approximate_counts(self) -> dict[str, int]:
-        resp = await self._client.get_queue_attributes(
-            QueueUrl=self._url,
-            AttributeNames=[
-                "ApproximateNumberOfMessages",
-                "ApproximateNumberOfMessagesNotVisible",
-                "ApproximateNumberOfMessagesDelayed",
-            ],
-        )
-        return {k: int(v) for k, v in resp.get("Attributes", {}).items()}

@@ -20,10 +20,6 @@ class ResultsStore:
         self._client = client
         self._bucket = bucket
 
-    @property
-    def bucket(self) -> str:
-        return self._bucket
-
     async def put_part(
         self, crawl_id: str, kind: str, part_id: str, rows: Iterable[dict[str, Any]]
     ) -> str | None:

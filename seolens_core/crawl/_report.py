@@ -26,7 +26,6 @@ from seolens_core.crawl._pacing import PacingGate
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import NormalizedURL, normalize
 
-OUTPUTS = ("pages.jsonl", "links.jsonl", "findings.csv", "report.json", "report.html")
 _OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
 
 

@@ -23,7 +23,7 @@ from seolens_core.crawl._worker import default_fetcher
 from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.settings import CrawlSettings
-from seolens_core.sitemaps import PROBE_PATHS, SitemapParser, SitemapWalk, candidate_sitemaps
+from seolens_core.sitemaps import SitemapParser, SitemapWalk, candidate_sitemaps
 from seolens_core.urls import url_key_hex
 
 SITEMAP_SEED_DEPTH = 1
@@ -215,6 +215,3 @@ async def _sleep(seconds: float) -> None:
     import asyncio
 
     await asyncio.sleep(max(0.0, min(seconds, 30.0)))
-
-
-__all__ = ["PROBE_PATHS", "SeedServices", "Seeder"]
