@@ -1,7 +1,8 @@
 """ResultsStore: bulk results in S3 as JSON Lines parts, one object per worker batch.
 
 S3 rather than DynamoDB for page rows: one PUT per batch of pages instead of one write per page, and the
-report step streams the parts back in order; the reports people open are written beside them.
+report step streams the parts back in order; the reports people open are written beside them, through
+`open_file` (a multipart upload in bounded parts, so no output is ever held whole in memory).
 """
 
 from __future__ import annotations
@@ -9,6 +10,76 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
+
+# S3 multipart parts must be at least 5 MiB except the last one; 8 MiB keeps the part count of a 1M-page
+# pages.jsonl (~2 GB) under the 10,000-part limit.
+PART_SIZE = 8 * 1024 * 1024
+
+
+class StreamingUpload:
+    """Write an object in pieces: bytes are buffered up to `part_size`, then sent as one multipart part.
+    An object smaller than one part is written with a single PutObject on `close()`."""
+
+    def __init__(
+        self, client: Any, bucket: str, key: str, content_type: str, part_size: int = PART_SIZE
+    ) -> None:
+        self._client = client
+        self._bucket = bucket
+        self.key = key
+        self._content_type = content_type
+        self._part_size = part_size
+        self._buffer = bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self.size = 0
+
+    async def write(self, data: bytes) -> None:
+        self._buffer += data
+        self.size += len(data)
+        if len(self._buffer) >= self._part_size:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if self._upload_id is None:
+            resp = await self._client.create_multipart_upload(
+                Bucket=self._bucket, Key=self.key, ContentType=self._content_type
+            )
+            self._upload_id = resp["UploadId"]
+        number = len(self._parts) + 1
+        resp = await self._client.upload_part(
+            Bucket=self._bucket,
+            Key=self.key,
+            UploadId=self._upload_id,
+            PartNumber=number,
+            Body=bytes(self._buffer),
+        )
+        self._parts.append({"ETag": resp["ETag"], "PartNumber": number})
+        self._buffer = bytearray()
+
+    async def close(self) -> str:
+        if self._upload_id is None:
+            await self._client.put_object(
+                Bucket=self._bucket, Key=self.key, Body=bytes(self._buffer), ContentType=self._content_type
+            )
+            self._buffer = bytearray()
+            return self.key
+        if self._buffer:
+            await self._flush()
+        await self._client.complete_multipart_upload(
+            Bucket=self._bucket,
+            Key=self.key,
+            UploadId=self._upload_id,
+            MultipartUpload={"Parts": self._parts},
+        )
+        return self.key
+
+    async def abort(self) -> None:
+        if self._upload_id is not None:
+            await self._client.abort_multipart_upload(
+                Bucket=self._bucket, Key=self.key, UploadId=self._upload_id
+            )
+            self._upload_id = None
+        self._buffer = bytearray()
 
 
 def _prefix(crawl_id: str, kind: str) -> str:
@@ -56,6 +127,13 @@ class ResultsStore:
         key = f"crawls/{crawl_id}/report/{name}"
         await self._client.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=content_type)
         return key
+
+    def open_file(
+        self, crawl_id: str, name: str, content_type: str, part_size: int = PART_SIZE
+    ) -> StreamingUpload:
+        """A report file written in bounded pieces (`write`, then `close`; `abort` on failure)."""
+        key = f"crawls/{crawl_id}/report/{name}"
+        return StreamingUpload(self._client, self._bucket, key, content_type, part_size)
 
     async def get_file(self, key: str) -> bytes:
         resp = await self._client.get_object(Bucket=self._bucket, Key=key)

@@ -16,7 +16,7 @@ from seolens_core.audit._catalogue import (
 )
 from seolens_core.audit._page import FetchFacts, audit_page
 from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
-from seolens_core.audit._site import LinkRow, PageRow, site_findings
+from seolens_core.audit._site import LinkRow, PageRow, SiteAudit, site_findings
 from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, WafSignature, detect_waf
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "PageRow",
     "Severity",
     "SignatureKind",
+    "SiteAudit",
     "UnknownFindingError",
     "WafMatch",
     "WafSignature",

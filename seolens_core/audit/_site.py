@@ -183,20 +183,52 @@ def site_findings(
     `is_sitemap_url` plus `sitemap_urls`) with no internal inlink from another crawled page; pass
     `inlinks` (URL -> count) to use counts computed elsewhere instead of counting `links`.
     `settings` is accepted for symmetry with audit_page (no site rule has a threshold yet).
+    The same rules, fed one link at a time (links read from storage without a list): `SiteAudit`.
     """
     del settings
-    targets: dict[str, _Target] = {}
-    redirects: dict[str, str] = {}
-    titles: defaultdict[str, list[str]] = defaultdict(list)
-    descriptions: defaultdict[str, list[str]] = defaultdict(list)
-    hashes: defaultdict[str, list[str]] = defaultdict(list)
-    canonicalised: list[tuple[str, str]] = []
-    with_hreflang: list[tuple[str, tuple[tuple[str, str], ...]]] = []
-    sitemap = set(sitemap_urls)
-    sitemap_rows: list[Finding] = []
+    audit = SiteAudit(pages, sitemap_urls=sitemap_urls, count_links=inlinks is None, catalogue=catalogue)
+    yield from audit.page_findings()
+    for link in links:
+        finding = audit.link(link)
+        if finding is not None:
+            yield finding
+    yield from audit.orphans(inlinks)
 
-    for row in pages:
-        targets[row.url] = _Target(
+
+class SiteAudit:
+    """`site_findings` in three calls, for callers that push links one by one (e.g. from an async stream).
+
+    Build it from the pages (read once), emit `page_findings()`, call `link()` for every link row (it returns
+    the link's finding, if any; a (source, target, code) is reported once), then `orphans(inlinks)`.
+    Held: one compact summary per page URL, the duplicate groups and the reported link findings; never links.
+    """
+
+    def __init__(
+        self,
+        pages: Iterable[PageRow],
+        *,
+        sitemap_urls: Collection[str] = (),
+        count_links: bool = True,
+        catalogue: Catalogue = CATALOGUE,
+    ) -> None:
+        self._catalogue = catalogue
+        self._targets: dict[str, _Target] = {}
+        self._redirects: dict[str, str] = {}
+        self._titles: defaultdict[str, list[str]] = defaultdict(list)
+        self._descriptions: defaultdict[str, list[str]] = defaultdict(list)
+        self._hashes: defaultdict[str, list[str]] = defaultdict(list)
+        self._canonicalised: list[tuple[str, str]] = []
+        self._with_hreflang: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+        self._sitemap = set(sitemap_urls)
+        self._sitemap_rows: list[Finding] = []
+        self._count_links = count_links
+        self._counted: defaultdict[str, int] = defaultdict(int)
+        self._reported: set[tuple[str, str, str]] = set()
+        for row in pages:
+            self._add_page(row)
+
+    def _add_page(self, row: PageRow) -> None:
+        self._targets[row.url] = _Target(
             row.status,
             row.error,
             row.redirect_to,
@@ -205,75 +237,82 @@ def site_findings(
             frozenset(href for _, href in row.hreflang),
         )
         if row.redirects and row.redirect_to:
-            redirects[row.url] = row.redirect_to
+            self._redirects[row.url] = row.redirect_to
         if row.is_sitemap_url:
-            sitemap.add(row.url)
-        if row.url in sitemap:
+            self._sitemap.add(row.url)
+        if row.url in self._sitemap:
             reason = _sitemap_reason(row)
             if reason is not None:
-                sitemap_rows.append(
-                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, reason, catalogue=catalogue)
+                self._sitemap_rows.append(
+                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, reason, catalogue=self._catalogue)
                 )
         usable = row.ok and row.internal and row.waf_provider is None
         if usable and row.canonical is not None and row.canonicalised:
-            canonicalised.append((row.url, row.canonical))
+            self._canonicalised.append((row.url, row.canonical))
         if usable and row.hreflang:
-            with_hreflang.append((row.url, row.hreflang))
+            self._with_hreflang.append((row.url, row.hreflang))
         if row.internal and row.is_html and row.indexable:
             if row.title:
-                titles[row.title].append(row.url)
+                self._titles[row.title].append(row.url)
             if row.meta_desc:
-                descriptions[row.meta_desc].append(row.url)
+                self._descriptions[row.meta_desc].append(row.url)
             if row.content_hash:
-                hashes[row.content_hash].append(row.url)
+                self._hashes[row.content_hash].append(row.url)
 
-    yield from _duplicates(titles, F.TITLE_DUPLICATE, "title", catalogue)
-    yield from _duplicates(descriptions, F.META_DESC_DUPLICATE, "meta description", catalogue)
-    yield from _duplicates(hashes, F.DUPLICATE_CONTENT, "visible text", catalogue)
-    yield from _redirect_paths(redirects, catalogue)
-    yield from sitemap_rows
-
-    for url, canonical in canonicalised:
-        target = targets.get(canonical)
-        if target is None or target.waf:
-            continue
-        ok = target.error is None and target.status is not None and 200 <= target.status < 300
-        if not ok:
-            yield make_finding(F.CANONICAL_NON_200, url, _status_text(target), canonical, catalogue=catalogue)
-        elif target.canonical is not None and target.canonical != canonical:
-            detail = f"{url} -> {canonical} -> {target.canonical}"
-            yield make_finding(F.CANONICAL_CHAIN, url, detail, canonical, catalogue=catalogue)
-
-    for url, alternates in with_hreflang:
-        for lang, href in alternates:
-            target = targets.get(href)
-            if href == url or target is None or target.waf or target.status is None:
+    def page_findings(self) -> Iterator[Finding]:
+        """Duplicates, redirect chains and loops, sitemap URLs not indexable, canonicals, hreflang."""
+        catalogue = self._catalogue
+        yield from _duplicates(self._titles, F.TITLE_DUPLICATE, "title", catalogue)
+        yield from _duplicates(self._descriptions, F.META_DESC_DUPLICATE, "meta description", catalogue)
+        yield from _duplicates(self._hashes, F.DUPLICATE_CONTENT, "visible text", catalogue)
+        yield from _redirect_paths(self._redirects, catalogue)
+        yield from self._sitemap_rows
+        targets = self._targets
+        for url, canonical in self._canonicalised:
+            target = targets.get(canonical)
+            if target is None or target.waf:
                 continue
-            if 200 <= target.status < 300 and url not in target.hreflang_hrefs:
-                yield make_finding(F.HREFLANG_NO_RETURN, url, f"hreflang {lang}", href, catalogue=catalogue)
+            ok = target.error is None and target.status is not None and 200 <= target.status < 300
+            if not ok:
+                yield make_finding(
+                    F.CANONICAL_NON_200, url, _status_text(target), canonical, catalogue=catalogue
+                )
+            elif target.canonical is not None and target.canonical != canonical:
+                detail = f"{url} -> {canonical} -> {target.canonical}"
+                yield make_finding(F.CANONICAL_CHAIN, url, detail, canonical, catalogue=catalogue)
+        for url, alternates in self._with_hreflang:
+            for lang, href in alternates:
+                target = targets.get(href)
+                if href == url or target is None or target.waf or target.status is None:
+                    continue
+                if 200 <= target.status < 300 and url not in target.hreflang_hrefs:
+                    yield make_finding(
+                        F.HREFLANG_NO_RETURN, url, f"hreflang {lang}", href, catalogue=catalogue
+                    )
 
-    counted: defaultdict[str, int] = defaultdict(int)
-    reported: set[tuple[str, str, str]] = set()
-    for link in links:
-        if link.internal and link.source != link.target:
-            counted[link.target] += 1
-        target = targets.get(link.target)
+    def link(self, link: LinkRow) -> Finding | None:
+        """The finding of one link (broken internal/external, internal link to a redirect), or None."""
+        if self._count_links and link.internal and link.source != link.target:
+            self._counted[link.target] += 1
+        target = self._targets.get(link.target)
         if target is None or target.waf:
-            continue
+            return None
         broken = target.error is not None or (target.status is not None and target.status >= 400)
         code: str | None = None
         if broken:
             code = F.BROKEN_INTERNAL_LINK if link.internal else F.BROKEN_EXTERNAL_LINK
         elif link.internal and target.status is not None and 300 <= target.status < 400:
             code = F.INTERNAL_LINK_TO_REDIRECT
-        if code is None or (link.source, link.target, code) in reported:
-            continue
-        reported.add((link.source, link.target, code))
-        yield make_finding(code, link.source, _status_text(target), link.target, catalogue=catalogue)
+        if code is None or (link.source, link.target, code) in self._reported:
+            return None
+        self._reported.add((link.source, link.target, code))
+        return make_finding(code, link.source, _status_text(target), link.target, catalogue=self._catalogue)
 
-    counts = inlinks if inlinks is not None else counted
-    for url in sorted(sitemap):
-        if counts.get(url, 0) == 0:
-            yield make_finding(
-                F.GRAPH_ORPHAN_PAGE, url, "in sitemap, 0 internal inlinks", catalogue=catalogue
-            )
+    def orphans(self, inlinks: Mapping[str, int] | None = None) -> Iterator[Finding]:
+        """Sitemap URLs with no inlink (`inlinks` from elsewhere, or the links counted by `link()`)."""
+        counts = inlinks if inlinks is not None else self._counted
+        for url in sorted(self._sitemap):
+            if counts.get(url, 0) == 0:
+                yield make_finding(
+                    F.GRAPH_ORPHAN_PAGE, url, "in sitemap, 0 internal inlinks", catalogue=self._catalogue
+                )

@@ -10,6 +10,12 @@ Layout (all under `crawls/{crawl_id}/inlinks/`):
   targets whose `url_key(target) % shards == shard`. Source keys are the 64-bit `url_key` of the source
   (see seolens_core/urls/_key.py for the collision bound), sorted and unique within the step.
 - `counts/{shard:04d}.json` -- written by the reduce of `shard`: `{target: inlinks}`.
+- `graph/{step:06d}/{shard:04d}.json` -- written by the same reduce: `{target: [source key, ...]}`, the
+  merged in-edges of the shard's targets (generation `step` = the map steps done, so a re-run never
+  reads a stale file).
+- `depth/{step:06d}/{shard:04d}.json` -- `{url: click depth}` of the shard's URLs reached from a start URL;
+  `depth/{step:06d}/level/{level:04d}/{shard:04d}.bin` -- the url keys first reached at `level`
+  (8-byte unsigned, sorted), the frontier of the next level.
 - `cursor.json` -- the checkpoint of the loop (below).
 
 Map: one step reads link parts (`crawls/{id}/links/*.jsonl`) in key order, starting after the last key the
@@ -23,6 +29,15 @@ page's links appear in two parts (a URL fetched twice after a lease expired) and
 idempotent: a retried or repeated map step rewrites the same key, and a stale extra map object can only
 add pairs that are already there. Memory per reduce step is bounded by the edges of one shard, about
 edges / shards: pick `shards` so that fits (16 for the default Lambda up to ~3M edges; 256 for 50M).
+
+Depth: the shortest click distance from a start URL over the same internal edges (the report's `depth`),
+by a breadth-first search run level by level over the graph files, one shard per step: a target of the
+shard not yet in the shard's depth map gets `level + 1` when one of its source keys is in the frontier of
+`level` (a sorted array of 8-byte keys, searched by bisection). A step holds one shard's in-edges and depth
+map plus the frontier: 8 bytes per URL of one level, never the graph. The depth phase runs only when the
+start URLs are passed to `step`/`run` (the report does; the counts alone do not need it). The frontier
+message's `depth` is not used for this: workers run in parallel, so the first discovery of a URL is not
+always along a shortest path.
 
 Reading: the report reads `counts/` shard by shard and keeps only the URLs it asks for (pages and sitemap
 URLs), so it holds O(pages) counts, never the edge list.
@@ -39,11 +54,14 @@ crawl went on after a redrive) maps only those and reduces again, which the unio
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import json
 import time
+from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seolens_core.urls import url_key
@@ -104,14 +122,22 @@ class InlinkCounter:
     store: ObjectStore
     edge_budget: int = DEFAULT_EDGE_BUDGET
     shards_per_step: int = DEFAULT_SHARDS_PER_STEP
+    # The last frontier read (its key prefix and keys): the steps of one level in one invocation share it.
+    _frontier_cache: dict[str, array[int]] = field(default_factory=dict, compare=False, repr=False)
 
-    async def step(self, crawl_id: str, cursor: Cursor | None) -> Cursor:
-        """One bounded map or reduce step; returns the next cursor (phase "done" at the end)."""
+    async def step(self, crawl_id: str, cursor: Cursor | None, starts: Sequence[str] = ()) -> Cursor:
+        """One bounded map, reduce or depth step; returns the next cursor (phase "done" at the end).
+        With `starts` (normalized start URLs) the reduce is followed by the depth phase."""
         cursor = dict(cursor or start_cursor())
         if cursor["phase"] == "map":
             return await self._map(crawl_id, cursor)
         if cursor["phase"] == "reduce":
-            return await self._reduce(crawl_id, cursor)
+            cursor = await self._reduce(crawl_id, cursor)
+            if cursor["phase"] == "done" and starts:
+                cursor = {**cursor, "phase": "depth", "level": 0, "shard": 0}
+            return cursor
+        if cursor["phase"] == "depth":
+            return await self._depth(crawl_id, cursor, starts)
         return cursor
 
     async def run(
@@ -121,6 +147,7 @@ class InlinkCounter:
         *,
         budget_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        starts: Sequence[str] = (),
     ) -> Cursor:
         """Steps until done or until `budget_s` has passed (at least one step); checkpoints after each."""
         started = clock()
@@ -130,7 +157,7 @@ class InlinkCounter:
         ):  # parts written after the counts (a redriven crawl): map them, then reduce again
             cursor = {**cursor, "phase": "map"}
         while not is_done(cursor):
-            cursor = await self.step(crawl_id, cursor)
+            cursor = await self.step(crawl_id, cursor, starts)
             await self.save(crawl_id, cursor)
             if budget_s is not None and clock() - started >= budget_s:
                 break
@@ -199,13 +226,83 @@ class InlinkCounter:
                 for target, sources in part.items():
                     merged.setdefault(target, set()).update(sources)
             counts = {target: len(sources) for target, sources in sorted(merged.items())}
-            del merged
             await self.store.put_object(
                 f"{_base(crawl_id)}counts/{s:04d}.json", json.dumps(counts, separators=(",", ":")).encode()
             )
+            del counts
+            graph = {target: sorted(sources) for target, sources in sorted(merged.items())}
+            del merged
+            await self.store.put_object(
+                f"{_base(crawl_id)}graph/{cursor['step']:06d}/{s:04d}.json",
+                json.dumps(graph, separators=(",", ":")).encode(),
+            )
+            del graph
         if end >= shards:
             return {**cursor, "phase": "done", "shard": shards}
         return {**cursor, "shard": end}
+
+    async def depths(self, crawl_id: str, cursor: Cursor, shard: int) -> dict[str, int]:
+        """The click depths of one shard's URLs (call after the depth phase is done)."""
+        raw = await self.store.get_object(f"{_base(crawl_id)}depth/{cursor['step']:06d}/{shard:04d}.json")
+        return {} if raw is None else dict(json.loads(raw))
+
+    async def _depth(self, crawl_id: str, cursor: Cursor, starts: Sequence[str]) -> Cursor:
+        """One shard of one BFS level: targets of the shard first reached from the level's frontier."""
+        shards: int = cursor["shards"]
+        level: int = cursor["level"]
+        shard: int = cursor["shard"]
+        base = f"{_base(crawl_id)}depth/{cursor['step']:06d}/"
+        frontier = await self._frontier(base, level, starts)
+        raw = await self.store.get_object(f"{base}{shard:04d}.json")
+        depth: dict[str, int] = {} if raw is None else json.loads(raw)
+        if level == 0:
+            depth.update((u, 0) for u in starts if shard_of(u, shards) == shard)
+        reached: list[str] = []
+        if frontier:
+            raw = await self.store.get_object(f"{_base(crawl_id)}graph/{cursor['step']:06d}/{shard:04d}.json")
+            graph: dict[str, list[int]] = json.loads(raw or b"{}")
+            del raw
+            for target, sources in graph.items():
+                if target not in depth and any(_contains(frontier, k) for k in sources):
+                    depth[target] = level + 1
+                    reached.append(target)
+            del graph
+        if reached or level == 0:
+            await self.store.put_object(
+                f"{base}{shard:04d}.json", json.dumps(depth, separators=(",", ":")).encode()
+            )
+        keys = array("Q", sorted(url_key(u) for u in reached))
+        await self.store.put_object(
+            f"{base}level/{level + 1:04d}/{shard:04d}.bin", keys.tobytes(), "application/octet-stream"
+        )
+        if shard + 1 < shards:
+            return {**cursor, "shard": shard + 1}
+        if not await self._frontier(base, level + 1, starts):
+            return {**cursor, "phase": "done", "shard": shards}
+        return {**cursor, "level": level + 1, "shard": 0}
+
+    async def _frontier(self, base: str, level: int, starts: Sequence[str]) -> array[int]:
+        """The sorted url keys first reached at `level` (level 0: the start URLs)."""
+        if level == 0:
+            return array("Q", sorted({url_key(u) for u in starts}))
+        prefix = f"{base}level/{level:04d}/"
+        if prefix in self._frontier_cache:
+            return self._frontier_cache[prefix]
+        parts: list[array[int]] = []
+        for key in await self.store.list_keys(prefix):
+            part: array[int] = array("Q")
+            part.frombytes(await self.store.get_object(key) or b"")
+            parts.append(part)
+        keys = array("Q", heapq.merge(*parts))  # each shard's keys are sorted
+        del parts
+        self._frontier_cache.clear()  # a level is read only once all of the previous level's shards are done
+        self._frontier_cache[prefix] = keys
+        return keys
+
+
+def _contains(keys: array[int], key: int) -> bool:
+    i = bisect.bisect_left(keys, key)
+    return i < len(keys) and keys[i] == key
 
 
 class MemoryObjects:

@@ -1,7 +1,14 @@
 """Post-crawl analysis and the outputs people open: pages.jsonl, links.jsonl, findings.csv, report.json.
 
-Inlinks are counted from the link parts by a bounded map/reduce (_inlinks.py), driven by the state machine's
-Orphans loop and finished here if needed; a sitemap URL with none from crawled HTML pages is an orphan.
+Inlinks and click depths are computed from the link parts by a bounded map/reduce and a sharded
+breadth-first search (_inlinks.py), driven by the state machine's Orphans loop and finished here if needed;
+a sitemap URL with none from crawled HTML pages is an orphan.
+
+Memory: the link rows are never held. links.jsonl is copied part by part into a multipart upload while the
+same stream feeds the link rules (`SiteAudit.link`); depths are read one shard at a time. Every output is
+written through `ResultsStore.open_file` in bounded pieces, and report.html gets at most `HTML_MAX_ROWS`
+pages and findings plus aggregated charts. Still O(pages): the deduplicated page rows, the findings and the
+comparison with the previous crawl (see docs/PERFORMANCE.md, "Report step").
 """
 
 from __future__ import annotations
@@ -17,16 +24,24 @@ from typing import Any
 
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
-from seolens_core.adapters.results import ResultsStore
+from seolens_core.adapters.results import ResultsStore, StreamingUpload
 from seolens_core.adapters.urls import UrlStore
-from seolens_core.audit import LinkRow, PageRow, site_findings
+from seolens_core.audit import LinkRow, PageRow, SiteAudit
 from seolens_core.crawl._findings import describe
-from seolens_core.crawl._inlinks import DEFAULT_EDGE_BUDGET, DEFAULT_SHARDS, InlinkCounter, start_cursor
+from seolens_core.crawl._inlinks import (
+    DEFAULT_EDGE_BUDGET,
+    DEFAULT_SHARDS,
+    Cursor,
+    InlinkCounter,
+    start_cursor,
+)
 from seolens_core.crawl._pacing import PacingGate
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import NormalizedURL, normalize
 
 _OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
+HTML_MAX_ROWS = 5_000  # pages and findings embedded in report.html (all rows are in the jsonl/csv files)
+_CHUNK = 1 << 20  # serialized bytes handed to an upload at a time
 
 
 @dataclass
@@ -54,7 +69,7 @@ class Reporter:
         s = self.s
         record = await s.crawls.get(crawl_id)
         if action == "orphans":
-            cursor = await self._inlink_cursor(crawl_id, budget_s=s.orphans_budget_s)
+            cursor = await self._inlink_cursor(crawl_id, budget_s=s.orphans_budget_s, record=record)
             done = cursor["phase"] == "done"
             return {"crawl_id": crawl_id, "ok": True, "done": done, "phase": cursor["phase"]}
         final_status = {
@@ -63,21 +78,28 @@ class Reporter:
             if record.status is CrawlStatus.CANCELLED
             else CrawlStatus.COMPLETED,
         }.get(action, CrawlStatus.COMPLETED)
-        report = await self.build(record, error=error)
+        links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
+        try:
+            report = await self.build(record, error=error, links_out=links_out)
+            keys = {"links.jsonl": await links_out.close()}
+        except BaseException:
+            await links_out.abort()
+            raise
         report["status"] = final_status.value
         if final_status is CrawlStatus.COMPLETED:
             report["comparison"] = await self._compare_with_previous(record, report)
-        files = self.render(report)
-        keys = {}
-        for name, (body, ctype) in files.items():
-            keys[name] = await s.results.put_file(crawl_id, name, body, ctype)
+        keys.update(await self.write_outputs(crawl_id, report))
         if not record.status.terminal or record.status is not final_status:
             await s.crawls.set_status(
                 crawl_id, final_status, now=s.clock(), error=_error_text(error) if action == "fail" else None
             )
         return {"crawl_id": crawl_id, "ok": action != "fail", "status": final_status.value, "outputs": keys}
 
-    async def build(self, record: CrawlRecord, error: Any = None) -> dict[str, Any]:
+    async def build(
+        self, record: CrawlRecord, error: Any = None, links_out: StreamingUpload | None = None
+    ) -> dict[str, Any]:
+        """The report dict plus `_pages` and `_findings`; the link rows are streamed into `links_out`
+        (links.jsonl) while the link rules run on them, and never kept."""
         s = self.s
         crawl_id = record.crawl_id
         pages: dict[str, dict[str, Any]] = {}
@@ -87,7 +109,6 @@ class Reporter:
                 current.get("outcome", ""), 0
             ):
                 pages[row["url"]] = row
-        links: list[dict[str, Any]] = [row async for row in s.results.rows(crawl_id, "links")]
         sitemap: dict[str, dict[str, Any]] = {}
         async for row in s.results.rows(crawl_id, "sitemap"):
             sitemap.setdefault(row["url"], row)
@@ -119,28 +140,44 @@ class Reporter:
                 "outcome": "dead_letter",
                 "alerts": ["ALERT_DEAD_LETTER"],
             }
-        cursor = await self._inlink_cursor(crawl_id, budget_s=None)
+        cursor = await self._inlink_cursor(crawl_id, budget_s=None, record=record)
         inlinks = await self.inlinks.counts(crawl_id, cursor["shards"], wanted=pages.keys() | sitemap.keys())
         for url, row in pages.items():
             row["is_sitemap_url"] = url in sitemap
             row["inlinks"] = inlinks.get(url, 0)
             if url in sitemap and row.get("lastmod") is None:
                 row["lastmod"] = sitemap[url].get("lastmod")
-        link_depth = _link_depths(record, links)
-        for url, row in pages.items():
+        for row in pages.values():
             row["crawl_depth"] = row.get("depth")
-            row["depth"] = link_depth.get(url)
+            row["depth"] = None
             for key in ("status", "title", "alerts"):
                 row.setdefault(key, [] if key == "alerts" else None)
+        await self._apply_depths(crawl_id, cursor, pages)
         rows = sorted(pages.values(), key=lambda r: (r["depth"] is None, r["depth"] or 0, r["url"]))
         findings = _page_findings(rows)
-        site = site_findings(
-            (PageRow.from_mapping(r) for r in rows),
-            # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
-            (LinkRow.from_mapping(link) for link in links if not link.get("redirect")),
-            sitemap_urls=set(sitemap),
-            inlinks=inlinks,
+        audit = SiteAudit(
+            (PageRow.from_mapping(r) for r in rows), sitemap_urls=set(sitemap), count_links=False
         )
+        site = list(audit.page_findings())
+        n_links = 0
+        chunk: list[str] = []
+        async for link in s.results.rows(crawl_id, "links"):
+            n_links += 1
+            if links_out is not None:
+                chunk.append(json.dumps(link, ensure_ascii=False) + "\n")
+                if len(chunk) >= 2_000:
+                    await links_out.write("".join(chunk).encode())
+                    chunk.clear()
+            # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
+            if not link.get("redirect"):
+                link_finding = audit.link(LinkRow.from_mapping(link))
+                if link_finding is not None:
+                    site.append(link_finding)
+        if links_out is not None and chunk:
+            await links_out.write("".join(chunk).encode())
+        del chunk
+        site.extend(audit.orphans(inlinks))
+        del audit
         for finding in site:
             findings.append(finding.to_row())
             target_row = pages.get(finding.url)
@@ -183,7 +220,7 @@ class Reporter:
                 "by_outcome": dict(Counter(r.get("outcome", "?") for r in rows)),
                 "by_status": {str(k): v for k, v in Counter(r.get("status") for r in rows).items()},
                 "by_depth": {str(k): v for k, v in Counter(r["depth"] for r in rows).items()},
-                "links": len(links),
+                "links": n_links,
                 "sitemap_urls": len(sitemap),
                 "pending": len(pending),
                 "pending_truncated": more_pending,
@@ -197,33 +234,58 @@ class Reporter:
             "error": _error_text(error),
         }
         report["_pages"] = rows
-        report["_links"] = links
         report["_findings"] = findings
         return report
 
-    def render(self, report: dict[str, Any]) -> dict[str, tuple[bytes, str]]:
+    async def write_outputs(self, crawl_id: str, report: dict[str, Any]) -> dict[str, str]:
+        """pages.jsonl, findings.csv, report.json and the extra outputs, each written in bounded pieces."""
         rows = report.pop("_pages")
-        links = report.pop("_links")
         findings = report.pop("_findings")
-        pages_body = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-        links_body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in links)
-        buf = io.StringIO()
-        writer = csv.DictWriter(
-            buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore"
+        keys: dict[str, str] = {}
+        keys["pages.jsonl"] = await self._stream(
+            crawl_id,
+            "pages.jsonl",
+            "application/x-ndjson",
+            (json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows),
         )
-        writer.writeheader()
-        for f in findings:
-            writer.writerow(f)
-        files = {
-            "pages.jsonl": (pages_body.encode(), "application/x-ndjson"),
-            "links.jsonl": (links_body.encode(), "application/x-ndjson"),
-            "findings.csv": (buf.getvalue().encode(), "text/csv"),
-            "report.json": (json.dumps(report, indent=2, default=str).encode(), "application/json"),
-        }
-        for extra in self.s.extra_outputs:
-            for name, body in extra(report, rows, findings).items():
-                files[name] = (body, "text/html" if name.endswith(".html") else "application/octet-stream")
-        return files
+        keys["findings.csv"] = await self._stream(crawl_id, "findings.csv", "text/csv", _csv_lines(findings))
+        keys["report.json"] = await self.s.results.put_file(
+            crawl_id, "report.json", json.dumps(report, indent=2, default=str).encode(), "application/json"
+        )
+        if self.s.extra_outputs:
+            html_report = {**report, "aggregates": _html_aggregates(rows, findings)}
+            shown_rows, shown_findings = rows[:HTML_MAX_ROWS], _top_findings(findings, HTML_MAX_ROWS)
+            for extra in self.s.extra_outputs:
+                for name, body in extra(html_report, shown_rows, shown_findings).items():
+                    ctype = "text/html" if name.endswith(".html") else "application/octet-stream"
+                    keys[name] = await self.s.results.put_file(crawl_id, name, body, ctype)
+        return keys
+
+    async def _stream(self, crawl_id: str, name: str, content_type: str, lines: Iterable[str]) -> str:
+        out = self.s.results.open_file(crawl_id, name, content_type)
+        try:
+            buf: list[str] = []
+            size = 0
+            for line in lines:
+                buf.append(line)
+                size += len(line)
+                if size >= _CHUNK:
+                    await out.write("".join(buf).encode())
+                    buf, size = [], 0
+            if buf:
+                await out.write("".join(buf).encode())
+            return await out.close()
+        except BaseException:
+            await out.abort()
+            raise
+
+    async def _apply_depths(self, crawl_id: str, cursor: Cursor, pages: dict[str, dict[str, Any]]) -> None:
+        """Click depth from the sharded breadth-first search, one shard's depth map at a time."""
+        for shard in range(cursor["shards"]):
+            for url, depth in (await self.inlinks.depths(crawl_id, cursor, shard)).items():
+                row = pages.get(url)
+                if row is not None:
+                    row["depth"] = depth
 
     async def _compare_with_previous(
         self, record: CrawlRecord, report: dict[str, Any]
@@ -245,10 +307,14 @@ class Reporter:
         comparison = compare_crawls(prev_pages, prev_findings, report["_pages"], report["_findings"])
         return {"previous_crawl_id": previous.crawl_id, **comparison}
 
-    async def _inlink_cursor(self, crawl_id: str, budget_s: float | None) -> dict[str, Any]:
-        """Resume the inlink map/reduce from its checkpoint; run it to the end when `budget_s` is None."""
+    async def _inlink_cursor(
+        self, crawl_id: str, budget_s: float | None, record: CrawlRecord
+    ) -> dict[str, Any]:
+        """Resume the inlink map/reduce and depth search from the checkpoint; to the end when `budget_s` is None."""
         cursor = await self.inlinks.load(crawl_id) or start_cursor(self.s.inlink_shards)
-        return await self.inlinks.run(crawl_id, cursor, budget_s=budget_s, clock=self.s.clock)
+        return await self.inlinks.run(
+            crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
+        )
 
     async def _dead_letters(self, crawl_id: str) -> list[FrontierMessage]:
         """Peek at the dead-letter queue for this crawl's URLs (left in place for the redrive command)."""
@@ -277,27 +343,51 @@ def count_inlinks(links: Iterable[dict[str, Any]]) -> Counter[str]:
     return Counter(target for _, target in pairs)
 
 
-def _link_depths(record: CrawlRecord, links: list[dict[str, Any]]) -> dict[str, int]:
-    """Shortest click distance from a start URL over internal edges (a redirect hop counts as one), the depth
-    people expect in an audit; sitemap-only pages have none."""
-    graph: dict[str, list[str]] = {}
-    for link in links:
-        if link.get("internal"):
-            graph.setdefault(link["source"], []).append(link["target"])
-    starts = [
-        u.url for u in (normalize(s) for s in record.settings.start_urls) if isinstance(u, NormalizedURL)
-    ]
-    depth = dict.fromkeys(starts, 0)
-    frontier = list(starts)
-    while frontier:
-        nxt: list[str] = []
-        for url in frontier:
-            for target in graph.get(url, ()):
-                if target not in depth:
-                    depth[target] = depth[url] + 1
-                    nxt.append(target)
-        frontier = nxt
-    return depth
+def _start_urls(record: CrawlRecord) -> list[str]:
+    """The normalized start URLs: depth 0 of the click-depth search."""
+    return [u.url for u in (normalize(s) for s in record.settings.start_urls) if isinstance(u, NormalizedURL)]
+
+
+def _csv_lines(findings: Iterable[dict[str, Any]]) -> Iterable[str]:
+    buf = io.StringIO()
+    writer = csv.DictWriter(
+        buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore"
+    )
+    writer.writeheader()
+    for f in findings:
+        writer.writerow(f)
+        if buf.tell() >= _CHUNK:
+            yield buf.getvalue()
+            buf.seek(0)
+            buf.truncate()
+    yield buf.getvalue()
+
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "notice": 2, "info": 3}
+
+
+def _top_findings(findings: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """At most `limit` findings for report.html, the most severe first (stable within a severity)."""
+    if len(findings) <= limit:
+        return findings
+    return sorted(findings, key=lambda f: _SEVERITY_ORDER.get(str(f.get("severity")), 4))[:limit]
+
+
+def _html_aggregates(rows: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals and chart data over every row, for a report.html that embeds only some of them."""
+    from seolens_core.report_html import ttfb_histogram
+
+    ttfb = (
+        r["ttfb_ms"]
+        for r in rows
+        if isinstance(r.get("ttfb_ms"), (int, float)) and not isinstance(r.get("ttfb_ms"), bool)
+    )
+    return {
+        "pages_total": len(rows),
+        "findings_total": len(findings),
+        "ttfb_histogram": ttfb_histogram(ttfb),
+        "findings_by_severity": dict(Counter(str(f.get("severity")) for f in findings)),
+    }
 
 
 def _page_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -49,10 +49,17 @@ MAX_TIMELINE_HOSTS = 12
 def render_report_html(
     report: Mapping[str, Any], pages: Iterable[Mapping[str, Any]], findings: Iterable[Mapping[str, Any]]
 ) -> bytes:
-    """Render the report as one UTF-8 HTML document with inline CSS, SVG charts and script."""
+    """Render the report as one UTF-8 HTML document with inline CSS, SVG charts and script.
+
+    `pages` and `findings` are the rows embedded in the tables. A large crawl passes only some of them and
+    `report["aggregates"]` (`pages_total`, `findings_total`, `ttfb_histogram` [[label, n], ...],
+    `findings_by_severity` {severity: n}) computed over all rows: charts and counts then use the
+    aggregates, and the tables say how many rows they show.
+    """
     page_rows = [_pick(p, PAGE_FIELDS) for p in pages]
     finding_rows = [_pick(f, FINDING_FIELDS) for f in findings]
     summary: Mapping[str, Any] = report.get("summary") or {}
+    aggregates: Mapping[str, Any] = report.get("aggregates") or {}
     script_hash = base64.b64encode(hashlib.sha256(JS.encode()).digest()).decode()
     csp = (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -75,10 +82,22 @@ def render_report_html(
         f" \u00b7 finished {_text(report.get('finished_at'))}</div>",
         "</header><main>",
         _overview(report, summary, finding_rows),
-        _charts(summary, page_rows, finding_rows),
+        _charts(summary, page_rows, finding_rows, aggregates),
         _timelines(report.get("host_timelines")),
-        _table_section("findings", "Findings", len(finding_rows), with_severity=True),
-        _table_section("pages", "Pages", len(page_rows), with_severity=False),
+        _table_section(
+            "findings",
+            "Findings",
+            len(finding_rows),
+            with_severity=True,
+            of=_int(aggregates.get("findings_total"), len(finding_rows)),
+        ),
+        _table_section(
+            "pages",
+            "Pages",
+            len(page_rows),
+            with_severity=False,
+            of=_int(aggregates.get("pages_total"), len(page_rows)),
+        ),
         _codes(report.get("findings_by_code"), finding_rows),
         _settings(report.get("settings")),
         "</main>",
@@ -158,7 +177,7 @@ def _overview(report: Mapping[str, Any], summary: Mapping[str, Any], findings: l
         _kpi("pending", summary.get("pending")),
         _kpi("sitemap urls", summary.get("sitemap_urls")),
         _kpi("dead letters", summary.get("dead_letters")),
-        _kpi("findings", len(findings)),
+        _kpi("findings", _int((report.get("aggregates") or {}).get("findings_total"), len(findings))),
     ]
     error = report.get("error")
     err = f'<p class="error">Error: {escape(str(error))}</p>' if error else ""
@@ -176,7 +195,17 @@ def _sort_key(label: str) -> tuple[int, float, str]:
         return (1, 0.0, label)
 
 
-def _charts(summary: Mapping[str, Any], pages: list[dict[str, Any]], findings: list[dict[str, Any]]) -> str:
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _charts(
+    summary: Mapping[str, Any],
+    pages: list[dict[str, Any]],
+    findings: list[dict[str, Any]],
+    aggregates: Mapping[str, Any] | None = None,
+) -> str:
+    aggregates = aggregates or {}
     by_status: Mapping[str, Any] = summary.get("by_status") or {}
     status_bars = [
         Bar("none" if k in ("None", "null", "") else str(k), float(v), _status_color(str(k)))
@@ -195,14 +224,21 @@ def _charts(summary: Mapping[str, Any], pages: list[dict[str, Any]], findings: l
         if isinstance(p.get("ttfb_ms"), (int, float)) and not isinstance(p.get("ttfb_ms"), bool)
     ]
     ttfb_bars = [Bar(label, float(n), "#0f8b8d") for label, n in ttfb_histogram(ttfb)] if ttfb else []
+    histogram = aggregates.get("ttfb_histogram")
+    if isinstance(histogram, list):
+        counted = [(str(label), float(n)) for label, n in histogram if isinstance(n, (int, float))]
+        ttfb_bars = [Bar(label, n, "#0f8b8d") for label, n in counted] if any(n for _, n in counted) else []
     severity_counts = Counter(str(f.get("severity")) for f in findings)
+    by_severity = aggregates.get("findings_by_severity")
+    if isinstance(by_severity, Mapping):
+        severity_counts = Counter({str(k): int(v) for k, v in by_severity.items() if isinstance(v, int)})
     extra = sorted(k for k in severity_counts if k not in SEVERITIES)
     severity_bars = (
         [
             Bar(s, float(severity_counts.get(s, 0)), SEVERITY_COLORS.get(s, "#7a8599"))
             for s in (*SEVERITIES, *extra)
         ]
-        if findings
+        if findings or severity_counts
         else []
     )
     boxes = [
@@ -315,7 +351,7 @@ def _timelines(timelines: Any) -> str:
     return "".join(parts)
 
 
-def _table_section(name: str, title: str, total: int, *, with_severity: bool) -> str:
+def _table_section(name: str, title: str, total: int, *, with_severity: bool, of: int | None = None) -> str:
     select = ""
     if with_severity:
         options = "".join(f'<option value="{s}">{s}</option>' for s in SEVERITIES)
@@ -325,8 +361,13 @@ def _table_section(name: str, title: str, total: int, *, with_severity: bool) ->
         )
     return (
         f'<section id="{name}" class="table-section" data-total="{total}" data-matching="{total}">'
-        f"<h2>{escape(title)} ({total:,})</h2>"
-        '<div class="controls"><input class="filter" type="search"'
+        f"<h2>{escape(title)} ({max(total, of or 0):,})</h2>"
+        + (
+            f'<p class="shown">Showing {total:,} of {of:,} rows; all of them are in the jsonl/csv outputs.</p>'
+            if of is not None and of > total
+            else ""
+        )
+        + '<div class="controls"><input class="filter" type="search"'
         f' aria-label="filter {escape(title.lower())}"'
         f' placeholder="Filter {escape(title.lower())}\u2026 (all words must match)">{select}'
         f'<span class="count"></span></div>'
