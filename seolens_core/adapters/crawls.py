@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
+import random
 import re
 import time
 from dataclasses import dataclass, field
@@ -115,20 +117,42 @@ class CrawlStore:
                 return await self.get(item["crawl_id"]["S"])
         return None
 
-    async def add_counters(self, crawl_id: str, deltas: dict[str, int]) -> None:
+    async def add_counters(
+        self, crawl_id: str, deltas: dict[str, int], *, once: dict[str, Any] | None = None
+    ) -> bool:
+        """ADD `deltas` to the crawl's counters. With `once` (a TransactWriteItems element carrying a
+        condition, e.g. UrlStore.journal_close), both happen in one transaction: the counters are added only
+        if that condition holds, so a batch republished after a crash is counted once. Returns False when
+        `once`'s condition failed (already applied)."""
         deltas = {k: v for k, v in deltas.items() if v}
-        if not deltas:
-            return
-        names = {f"#c{i}": name for i, name in enumerate(deltas)}
-        values = {f":v{i}": {"N": str(v)} for i, v in enumerate(deltas.values())}
-        expr = "ADD " + ", ".join(f"#c{i} :v{i}" for i in range(len(deltas)))
-        await self._client.update_item(
-            TableName=self._table,
-            Key={"crawl_id": {"S": crawl_id}},
-            UpdateExpression=expr,
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
+        if not deltas and once is None:
+            return True
+        update: dict[str, Any] = {}
+        if deltas:
+            update = {
+                "TableName": self._table,
+                "Key": {"crawl_id": {"S": crawl_id}},
+                "UpdateExpression": "ADD " + ", ".join(f"#c{i} :v{i}" for i in range(len(deltas))),
+                "ExpressionAttributeNames": {f"#c{i}": name for i, name in enumerate(deltas)},
+                "ExpressionAttributeValues": {f":v{i}": {"N": str(v)} for i, v in enumerate(deltas.values())},
+            }
+        if once is None:
+            await self._client.update_item(**update)
+            return True
+        items = [once] + ([{"Update": update}] if update else [])
+        for attempt in range(8):
+            try:
+                await self._client.transact_write_items(TransactItems=items)
+                return True
+            except self._client.exceptions.TransactionCanceledException as exc:
+                reasons = exc.response.get("CancellationReasons") or []
+                codes = [r.get("Code", "None") for r in reasons]
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    return False
+                if attempt == 7 or not any(c in ("TransactionConflict", "ThrottlingError") for c in codes):
+                    raise
+            await asyncio.sleep(min(0.05 * 2**attempt, 2.0) * (1 + random.random()))
+        return True  # unreachable: the last attempt raises
 
     async def set_status(
         self,

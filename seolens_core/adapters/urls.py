@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,33 @@ TTL_SECONDS = 30 * 24 * 3600
 QUEUED = "queued"
 FETCHING = "fetching"
 DONE = "done"
+JOURNAL_MARK = "~j-"
+"""Sort-key prefix of a batch's publication marker (not hex, so never a url_key; sorts after them)."""
+JOURNAL_BODY = "~b-"
+JOURNAL_MAX_BYTES = 300_000
+"""Compressed journal bodies above this are not stored (the batch then publishes before it finishes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Journal:
+    """What one flush publishes for one crawl (`body`: pages, links, outgoing, counters), stored in the same
+    BatchWriteItem that marks its URLs done, so a crash before publication is repaired by republishing it
+    instead of fetching again. The marker item carries `pending_crawl`, so the crawl is not drained while
+    a journal is unpublished; it is deleted together with the counter update (counters applied once)."""
+
+    crawl_id: str
+    part: str
+    blob: bytes
+    """zlib-compressed JSON of the body."""
+
+    @classmethod
+    def build(cls, crawl_id: str, part: str, body: dict[str, Any]) -> Journal:
+        raw = json.dumps(body, separators=(",", ":")).encode("utf-8")
+        return cls(crawl_id, part, zlib.compress(raw, 6))
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = json.loads(zlib.decompress(self.blob))
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,17 +204,18 @@ class UrlStore:
                 ExpressionAttributeValues={":f": {"S": FETCHING}, ":q": {"S": QUEUED}},
             )
 
-    async def _get_many(self, idents: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    async def _get_many(
+        self,
+        idents: list[tuple[str, str]],
+        projection: str | None = "crawl_id, url_key, url_state, claimed_by, outcome, jr",
+    ) -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}
         for start in range(0, len(idents), 100):
             keys = [{"crawl_id": {"S": c}, "url_key": {"S": k}} for c, k in idents[start : start + 100]]
-            request: dict[str, Any] = {
-                self._table: {
-                    "Keys": keys,
-                    "ConsistentRead": True,
-                    "ProjectionExpression": "crawl_id, url_key, url_state, claimed_by, outcome",
-                }
-            }
+            spec: dict[str, Any] = {"Keys": keys, "ConsistentRead": True}
+            if projection:
+                spec["ProjectionExpression"] = projection
+            request: dict[str, Any] = {self._table: spec}
             attempt = 0
             while request:
                 resp = await self._client.batch_get_item(RequestItems=request)
@@ -199,19 +229,69 @@ class UrlStore:
 
     async def states(self, messages: Iterable[FrontierMessage]) -> dict[tuple[str, str], str]:
         """url_state by (crawl_id, key): used to skip a message whose URL is already done (duplicate delivery)."""
+        return (await self.states_and_journals(messages))[0]
+
+    async def states_and_journals(
+        self, messages: Iterable[FrontierMessage]
+    ) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+        """url_state by (crawl_id, key), and for done URLs the journal part of the flush that finished them."""
         idents = list(dict.fromkeys((m.crawl_id, m.key) for m in messages))
         items = await self._get_many(idents)
-        return {ident: item.get("url_state", {}).get("S", "") for ident, item in items.items()}
+        states = {ident: item.get("url_state", {}).get("S", "") for ident, item in items.items()}
+        journals = {ident: item["jr"]["S"] for ident, item in items.items() if "jr" in item}
+        return states, journals
 
-    async def finish(self, done: Sequence[tuple[FrontierMessage, str, str]], now: float) -> None:
-        """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call."""
+    async def unpublished(self, parts: Iterable[tuple[str, str]]) -> list[Journal]:
+        """The journals among (crawl_id, part) whose marker still exists: their flush did not complete."""
+        idents = list(dict.fromkeys(parts))
+        keys = [(c, JOURNAL_MARK + p) for c, p in idents] + [(c, JOURNAL_BODY + p) for c, p in idents]
+        items = await self._get_many(keys, projection=None)
+        out: list[Journal] = []
+        for crawl_id, part in idents:
+            body = items.get((crawl_id, JOURNAL_BODY + part))
+            if (crawl_id, JOURNAL_MARK + part) in items and body is not None:
+                out.append(Journal(crawl_id, part, bytes(body["blob"]["B"])))
+        return out
+
+    def journal_close(self, crawl_id: str, part: str) -> dict[str, Any]:
+        """The TransactWriteItems element that closes a journal: delete its marker if it still exists
+        (CrawlStore.add_counters applies the batch's counters in the same transaction: exactly once)."""
+        return {
+            "Delete": {
+                "TableName": self._table,
+                "Key": {"crawl_id": {"S": crawl_id}, "url_key": {"S": JOURNAL_MARK + part}},
+                "ConditionExpression": "attribute_exists(url_key)",
+            }
+        }
+
+    async def finish(
+        self,
+        done: Sequence[tuple[FrontierMessage, str, str]],
+        now: float,
+        journals: Sequence[Journal] = (),
+    ) -> set[str]:
+        """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call.
+        With `journals` (one per crawl), each journal's marker and body are written in the same request and
+        the crawl's URLs point to it (`jr`); returns the crawls whose journal was stored (small enough)."""
         # One write per key: a batch may carry two messages of one URL (a re-sent child, a duplicate
         # delivery), and BatchWriteItem rejects a request that names a key twice.
         unique = {(m.crawl_id, m.key): (m, host, outcome) for m, host, outcome in done}
-        requests = [
-            {"PutRequest": {"Item": self._item(m, host, now, done_outcome=outcome)}}
-            for m, host, outcome in unique.values()
-        ]
+        stored: dict[str, str] = {}
+        requests: list[dict[str, Any]] = []
+        for j in journals:
+            blob = j.blob
+            if len(blob) > JOURNAL_MAX_BYTES or j.crawl_id in stored:
+                continue
+            stored[j.crawl_id] = j.part
+            base = {"crawl_id": {"S": j.crawl_id}, "expires_at": {"N": str(int(now) + TTL_SECONDS)}}
+            marker = {**base, "url_key": {"S": JOURNAL_MARK + j.part}, "pending_crawl": {"S": j.crawl_id}}
+            body = {**base, "url_key": {"S": JOURNAL_BODY + j.part}, "blob": {"B": blob}}
+            requests += [{"PutRequest": {"Item": marker}}, {"PutRequest": {"Item": body}}]
+        for m, host, outcome in unique.values():
+            item = self._item(m, host, now, done_outcome=outcome)
+            if m.crawl_id in stored:
+                item["jr"] = {"S": stored[m.crawl_id]}
+            requests.append({"PutRequest": {"Item": item}})
         for start in range(0, len(requests), 25):
             pending: dict[str, Any] = {self._table: requests[start : start + 25]}
             attempt = 0
@@ -221,6 +301,7 @@ class UrlStore:
                 if pending:
                     attempt += 1
                     await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+        return set(stored)
 
     async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
         """Queued URLs of a crawl (up to `limit`) and whether more exist."""
@@ -256,11 +337,13 @@ class UrlStore:
             "TableName": self._table,
             "KeyConditionExpression": "crawl_id = :c",
             "ExpressionAttributeValues": {":c": {"S": crawl_id}},
-            "ProjectionExpression": "url_state, outcome",
+            "ProjectionExpression": "url_key, url_state, outcome",
         }
         while True:
             resp = await self._client.query(**kwargs)
             for item in resp.get("Items", []):
+                if item.get("url_key", {}).get("S", "").startswith("~"):
+                    continue  # a journal item, not a URL
                 name = item.get("outcome", {}).get("S") or item.get("url_state", {}).get("S", "unknown")
                 counts[name] = counts.get(name, 0) + 1
             last = resp.get("LastEvaluatedKey")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seolens_core.adapters.frontier_queue import Outgoing
+from seolens_core.adapters.urls import Journal
 from seolens_core.frontier import FrontierMessage
 
 
@@ -26,6 +27,8 @@ class Contribution:
     finished: list[tuple[FrontierMessage, str, str]] = field(default_factory=list)
     outgoing: list[Outgoing] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
+    republish: list[Journal] = field(default_factory=list)
+    """Open journals of earlier deliveries whose flush crashed: this batch's flush publishes them."""
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n

@@ -18,7 +18,7 @@ from typing import Any
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
-from seolens_core.adapters.urls import DONE, UrlStore
+from seolens_core.adapters.urls import DONE, Journal, UrlStore
 from seolens_core.audit import detect_waf
 from seolens_core.crawl._commit import BatchCommit, Contribution
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
@@ -116,13 +116,19 @@ class PageWorker:
         return BatchRun(self, records)
 
     async def flush(self, contributions: Sequence[Contribution]) -> None:
+        """Write one batch: first the URL items (done) with a journal of everything the batch publishes, then
+        the result parts and messages, then the counters with the journal's close (one transaction). A crash
+        after the first write is repaired by whichever delivery finds the journal open (`BatchRun`)."""
         part = f"{int(self.s.clock() * 1000):013d}-{uuid.uuid4().hex[:12]}"
         by_crawl_pages: dict[str, list[dict[str, Any]]] = {}
         by_crawl_links: dict[str, list[dict[str, Any]]] = {}
         counters: dict[str, dict[str, int]] = {}
         outgoing: list[Outgoing] = []
         finished: list[tuple[FrontierMessage, str, str]] = []
+        republish: dict[tuple[str, str], Journal] = {}
         for c in contributions:
+            for j in c.republish:
+                republish.setdefault((j.crawl_id, j.part), j)
             for row in c.pages:
                 by_crawl_pages.setdefault(row["crawl_id"], []).append(row)
             for row in c.links:
@@ -135,6 +141,18 @@ class PageWorker:
                     bucket[k] = bucket.get(k, 0) + v
                 for m, _, _ in c.finished:  # a finished URL leaves its depth's queue
                     bucket[f"q{m.depth}"] = bucket.get(f"q{m.depth}", 0) - 1
+        journals = _journals(part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
+        now = self.s.clock()
+        journaled = await self.s.urls.finish(
+            [f for f in finished if f[0].crawl_id in journals], now, list(journals.values())
+        )
+        for j in republish.values():  # an earlier delivery's flush that crashed after its first write
+            body = j.body()
+            by_crawl_pages.setdefault(j.crawl_id, []).extend(body.get("pages", []))
+            by_crawl_links.setdefault(j.crawl_id, []).extend(body.get("links", []))
+            outgoing.extend(
+                Outgoing(FrontierMessage.from_json(m), float(t)) for m, t in body.get("outgoing", [])
+            )
         writes: list[Awaitable[Any]] = []
         for crawl_id, rows in by_crawl_pages.items():
             writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
@@ -147,9 +165,45 @@ class PageWorker:
         if outgoing:
             writes.append(self.s.queue.send(outgoing))
         await asyncio.gather(*writes)
-        now = self.s.clock()
-        await self.s.urls.finish(finished, now)
-        await asyncio.gather(*(self.s.crawls.add_counters(cid, d) for cid, d in counters.items()))
+        rest = [f for f in finished if f[0].crawl_id not in journaled]
+        if rest:  # no journal (nothing fetched, or too big): finished only now that all is published
+            await self.s.urls.finish(rest, self.s.clock())
+        closes: list[Awaitable[bool]] = []
+        for cid in sorted(set(counters) | journaled):
+            once = self.s.urls.journal_close(cid, journals[cid].part) if cid in journaled else None
+            closes.append(self.s.crawls.add_counters(cid, counters.get(cid, {}), once=once))
+        for j in republish.values():
+            closes.append(
+                self.s.crawls.add_counters(
+                    j.crawl_id,
+                    j.body().get("counters", {}),
+                    once=self.s.urls.journal_close(j.crawl_id, j.part),
+                )
+            )
+        await asyncio.gather(*closes)
+
+
+def _journals(
+    part: str,
+    finished: Sequence[tuple[FrontierMessage, str, str]],
+    pages: dict[str, list[dict[str, Any]]],
+    links: dict[str, list[dict[str, Any]]],
+    outgoing: Sequence[Outgoing],
+    counters: dict[str, dict[str, int]],
+) -> dict[str, Journal]:
+    """One journal per crawl that finishes URLs in this flush (only those: a flush of deferrals alone
+    writes no URL item, and a journal there would cost a write)."""
+    crawls = {m.crawl_id for m, _, _ in finished}
+    out: dict[str, Journal] = {}
+    for cid in crawls:
+        body = {
+            "pages": _strip_internal(pages.get(cid, [])),
+            "links": _strip_internal(links.get(cid, [])),
+            "outgoing": [[o.message.to_json(), o.not_before] for o in outgoing if o.message.crawl_id == cid],
+            "counters": counters.get(cid, {}),
+        }
+        out[cid] = Journal.build(cid, part, body)
+    return out
 
 
 def _timeline_rows(
@@ -192,6 +246,8 @@ class BatchRun:
         self._bodies = list(records)
         self.outcomes: Counter[str] = Counter()
         self._extra_copies: set[str] = set()
+        self._journal_of: dict[tuple[str, str], str] = {}
+        self._open: dict[tuple[str, str], Journal] = {}
 
     async def _prepare(self) -> None:
         parsed = []
@@ -205,7 +261,14 @@ class BatchRun:
             parsed.append(msg)
             if first_of_key.setdefault((msg.crawl_id, msg.key), mid) != mid:
                 self._extra_copies.add(mid)
-        self._states = await self._w.s.urls.states(parsed) if parsed else {}
+        if not parsed:
+            return
+        urls = self._w.s.urls
+        self._states, parts = await urls.states_and_journals(parsed)
+        done_parts = {(c, p) for (c, k), p in parts.items() if self._states.get((c, k)) == DONE}
+        if done_parts:  # only on redelivery: were those flushes completed?
+            self._open = {(j.crawl_id, j.part): j for j in await urls.unpublished(done_parts)}
+            self._journal_of = parts
 
     async def handle(self, message_id: str, body: str) -> str:
         """Process one record; raises when it must be retried (the batch processor reports it as failed)."""
@@ -251,6 +314,10 @@ class BatchRun:
             return "rejected"
         host = url.origin
         if self._states.get((msg.crawl_id, msg.key)) == DONE:  # first: a done URL's record is never rewritten
+            journal = self._open.pop((msg.crawl_id, self._journal_of.get((msg.crawl_id, msg.key), "")), None)
+            if journal is not None:  # done, but its flush crashed before publishing: publish, never refetch
+                c.republish.append(journal)
+                return "republished"
             c.count("n_duplicates")
             return "duplicate"
         if record.status.terminal or record.status is CrawlStatus.FINISHING:

@@ -95,4 +95,4 @@ def test_demo_crawl_survives_crashes_duplicates_and_throttling(
     # politeness under redelivery: at most 1% of the URLs fetched more than once
     twice = {p: n for p, n in faulty.requests.items() if n > 1 and not p.startswith(NOT_PAGES)}
     print("fetched more than once:", twice)
-    assert len(twice) <= 0.01 * len(fetched_faulty), twice
+    assert len(twice) <= 0.01 * len(fetched_faulty), twice  # strict: with 47 URLs, none

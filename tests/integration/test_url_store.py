@@ -11,7 +11,8 @@ import boto3
 from aiobotocore.session import get_session
 
 from infra.local.moto_server import EmbeddedMoto
-from seolens_core.adapters.urls import DONE, FETCHING, QUEUED, UrlStore
+from seolens_core.adapters.crawls import CrawlStore
+from seolens_core.adapters.urls import DONE, FETCHING, QUEUED, Journal, UrlStore
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import url_key_hex
 
@@ -106,5 +107,58 @@ def test_fetch_lease_is_exclusive_expires_and_releases(moto_server: EmbeddedMoto
             done = await store.claim_fetch(msg, now=134.0, lease_s=30.0)
             assert not done.granted and done.held_until is None  # a duplicate: drop it
             assert (await store.pending(CRAWL))[0] == []
+
+    asyncio.run(scenario())
+
+
+def _crawls_table(endpoint: str) -> str:
+    name = f"crawls-{uuid.uuid4().hex[:8]}"
+    boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1").create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "crawl_id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "crawl_id", "KeyType": "HASH"}],
+    )
+    return name
+
+
+def test_journal_keeps_the_crawl_pending_until_closed_and_counts_once(moto_server: EmbeddedMoto) -> None:
+    """A flush writes its journal with the done URLs; until the journal is closed (counters + marker delete in
+    one transaction) the crawl is not drained, a redelivery can read it back, and closing twice counts once."""
+
+    async def scenario() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as client:
+            table, crawls_table = _table(moto_server.endpoint_url), _crawls_table(moto_server.endpoint_url)
+            store, crawls = UrlStore(client, table), CrawlStore(client, crawls_table)
+            msg = _msg("/page")
+            await store.claim([msg], ["h"], 0.0)
+            assert (await store.claim_fetch(msg, now=1.0, lease_s=30.0)).granted
+            body = {
+                "pages": [{"url": msg.url, "outcome": "fetched"}],
+                "links": [],
+                "outgoing": [],
+                "counters": {"n_fetched": 1},
+            }
+            journal = Journal.build(CRAWL, "part-1", body)
+            assert await store.finish([(msg, "h", "fetched")], 2.0, [journal]) == {CRAWL}
+            states, parts = await store.states_and_journals([msg])
+            assert states[(CRAWL, msg.key)] == DONE and parts[(CRAWL, msg.key)] == "part-1"
+            pending, _ = await store.pending(CRAWL)
+            assert [p.key for p in pending] == ["~j-part-1"]  # not drained: publication still open
+            (found,) = await store.unpublished([(CRAWL, "part-1")])
+            assert found.body() == body
+            close = store.journal_close(CRAWL, "part-1")
+            first, second = await asyncio.gather(
+                crawls.add_counters(CRAWL, {"n_fetched": 1}, once=close),
+                crawls.add_counters(CRAWL, {"n_fetched": 1}, once=close),
+            )
+            assert sorted([first, second]) == [False, True]  # the crashed flush and its repair: counted once
+            item = await client.get_item(TableName=crawls_table, Key={"crawl_id": {"S": CRAWL}})
+            assert item["Item"]["n_fetched"]["N"] == "1"
+            assert await store.unpublished([(CRAWL, "part-1")]) == []
+            assert (await store.pending(CRAWL))[0] == []
+            assert await store.outcomes(CRAWL) == {"fetched": 1}  # journal items are not URLs
 
     asyncio.run(scenario())
