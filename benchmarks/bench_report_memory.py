@@ -135,7 +135,7 @@ def child(crawl_id: str, impl: str, old_file: str | None) -> None:
         )
     else:
         reporter = app.reporter
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = _rss_now_kib()  # the Container, clients and imports: not the report's
     started = time.perf_counter()
     out = app.run(reporter.run(crawl_id, "report"))
     elapsed = time.perf_counter() - started
@@ -153,6 +153,11 @@ def child(crawl_id: str, impl: str, old_file: str | None) -> None:
             }
         )
     )
+
+
+def _rss_now_kib() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 def _old_file(rev: str) -> str:
@@ -220,7 +225,7 @@ def main() -> None:
                 result = json.loads(proc.stdout.strip().splitlines()[-1])
                 print(
                     f"{impl:>3} pages={made['pages']:>7} links={made['links']:>8}: report peak RSS "
-                    f"{result['peak_rss_mib']:7.1f} MiB (process at start {result['rss_before_mib']:.1f} MiB), "
+                    f"{result['peak_rss_mib']:7.1f} MiB (RSS before the step {result['rss_before_mib']:.1f} MiB), "
                     f"{result['seconds']:.1f}s; outputs: urls={result['urls']} links={result['links']} "
                     f"(generated in {gen_s:.0f}s)",
                     flush=True,

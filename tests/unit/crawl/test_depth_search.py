@@ -1,0 +1,129 @@
+"""The sharded click-depth search (seolens_core/crawl/_inlinks.py, depth phase) equals one in-memory BFS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seolens_core.crawl._inlinks import InlinkCounter, MemoryObjects, is_done, start_cursor
+
+URLS = [f"https://ex.test/p{i}" for i in range(14)]
+CRAWL = "c1"
+
+link = st.fixed_dictionaries(
+    {
+        "source": st.sampled_from(URLS),
+        "target": st.sampled_from(URLS),
+        "internal": st.booleans(),
+        "redirect": st.booleans(),
+    }
+)
+
+
+def reference_depths(links: list[dict[str, Any]], starts: list[str]) -> dict[str, int]:
+    """The Reporter's previous in-memory algorithm: BFS over every internal edge, a redirect hop included."""
+    graph: dict[str, list[str]] = {}
+    for row in links:
+        if row.get("internal"):
+            graph.setdefault(row["source"], []).append(row["target"])
+    depth = dict.fromkeys(starts, 0)
+    frontier = list(starts)
+    while frontier:
+        nxt: list[str] = []
+        for url in frontier:
+            for target in graph.get(url, ()):
+                if target not in depth:
+                    depth[target] = depth[url] + 1
+                    nxt.append(target)
+        frontier = nxt
+    return depth
+
+
+def put_parts(store: MemoryObjects, parts: list[list[dict[str, Any]]]) -> None:
+    for i, rows in enumerate(parts):
+        store.objects[f"crawls/{CRAWL}/links/{i:05d}-x.jsonl"] = "".join(
+            json.dumps(r) + "\n" for r in rows
+        ).encode()
+
+
+def search(
+    store: MemoryObjects, shards: int, starts: list[str], budget: int = 5
+) -> tuple[dict[str, int], int]:
+    """Run every step (one per invocation, as the Orphans loop does) and read the depths back from the store."""
+    counter = InlinkCounter(store, edge_budget=budget)
+
+    async def go() -> tuple[dict[str, int], int]:
+        cursor, steps = start_cursor(shards), 0
+        while not is_done(cursor):
+            # a fresh counter per invocation: nothing survives in memory between steps
+            cursor = await InlinkCounter(store, edge_budget=budget).step(CRAWL, cursor, starts)
+            assert len(json.dumps(cursor)) < 200, cursor  # the checkpoint never carries URL lists
+            steps += 1
+        found: dict[str, int] = {}
+        for shard in range(shards):
+            found.update(await counter.depths(CRAWL, cursor, shard))
+        return found, steps
+
+    return asyncio.run(go())
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    parts=st.lists(st.lists(link, max_size=12), max_size=8),
+    shards=st.integers(1, 5),
+    starts=st.lists(st.sampled_from(URLS), min_size=1, max_size=2, unique=True),
+)
+def test_sharded_search_equals_the_in_memory_bfs(
+    parts: list[list[dict[str, Any]]], shards: int, starts: list[str]
+) -> None:
+    store = MemoryObjects()
+    put_parts(store, parts)
+    found, _ = search(store, shards, starts)
+    assert found == reference_depths([r for p in parts for r in p], starts)
+
+
+def test_a_chain_takes_one_level_per_click_and_stored_objects_hold_the_answer() -> None:
+    chain = [{"source": URLS[i], "target": URLS[i + 1], "internal": True} for i in range(5)]
+    shortcut = [{"source": URLS[0], "target": URLS[4], "internal": True}]
+    outside = [{"source": URLS[1], "target": "https://other.test/", "internal": False}]
+    store = MemoryObjects()
+    put_parts(store, [chain[:3], chain[3:] + shortcut + outside])
+    found, steps = search(store, 2, [URLS[0]])
+    assert found == {URLS[0]: 0, URLS[1]: 1, URLS[2]: 2, URLS[3]: 3, URLS[4]: 1, URLS[5]: 2}
+    stored: dict[str, int] = {}
+    for key in sorted(k for k in store.objects if "/inlinks/depth/" in k and k.endswith(".json")):
+        stored.update(json.loads(store.objects[key]))
+    assert stored == found  # the objects in the store, not only the counter's answer
+    levels = {k.split("/level/")[1].split("/")[0] for k in store.objects if "/level/" in k}
+    assert levels == {"0001", "0002", "0003", "0004"}  # level 4 is empty: the search ends there
+    assert (
+        steps == 2 + 2 + 2 * 4
+    )  # one map step (7 edges, budget 5) + end of map, reduce x2, 4 levels x 2 shards
+
+
+def test_without_start_urls_there_is_no_depth_phase() -> None:
+    store = MemoryObjects()
+    put_parts(store, [[{"source": URLS[0], "target": URLS[1], "internal": True}]])
+    found, _ = search(store, 2, [])
+    assert found == {}
+    assert not any("/inlinks/depth/" in k for k in store.objects)
+
+
+def test_a_rerun_after_new_parts_searches_a_new_generation() -> None:
+    """A redriven crawl adds parts after the counts were done: the next run maps them and searches again."""
+    store = MemoryObjects()
+    put_parts(store, [[{"source": URLS[0], "target": URLS[1], "internal": True}]])
+    counter = InlinkCounter(store, edge_budget=5)
+    cursor = asyncio.run(counter.run(CRAWL, start_cursor(2), starts=[URLS[0]]))
+    store.objects[f"crawls/{CRAWL}/links/99999-y.jsonl"] = (
+        json.dumps({"source": URLS[1], "target": URLS[2], "internal": True}) + "\n"
+    ).encode()
+    cursor = asyncio.run(counter.run(CRAWL, cursor, starts=[URLS[0]]))
+    found: dict[str, int] = {}
+    for shard in range(2):
+        found.update(asyncio.run(counter.depths(CRAWL, cursor, shard)))
+    assert found == {URLS[0]: 0, URLS[1]: 1, URLS[2]: 2}
