@@ -6,6 +6,7 @@ Run the demo shop with `python -m infra.fixture_site --demo [--port N]`.
 from __future__ import annotations
 
 from infra.fixture_site._http import Request, Response
+from infra.fixture_site._process import ProcessFixtureServer, SiteBuilder
 from infra.fixture_site._routes import (
     GzipWhenAccepted,
     Latency,
@@ -30,14 +31,16 @@ from infra.fixture_site._routes import (
     trickle,
     xml,
 )
-from infra.fixture_site._server import FixtureServer, RequestLog, RequestRecord, SiteSpec
+from infra.fixture_site._server import FixtureServer, LogQueries, RequestLog, RequestRecord, SiteSpec
 
 __all__ = [
     "FixtureServer",
     "GzipWhenAccepted",
     "Latency",
+    "LogQueries",
     "Phase",
     "Phased",
+    "ProcessFixtureServer",
     "Request",
     "RequestLog",
     "RequestRecord",
@@ -45,6 +48,7 @@ __all__ = [
     "Route",
     "RouteContext",
     "RouteLike",
+    "SiteBuilder",
     "SiteSpec",
     "chunked",
     "climbing",

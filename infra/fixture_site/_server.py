@@ -178,7 +178,63 @@ class _ClientGone(Exception):
     pass
 
 
-class FixtureServer:
+class LogQueries:
+    """What tests ask of a fixture server's request log; subclasses say where records and addresses come from."""
+
+    def log(self, site: str | None = None) -> list[RequestRecord]:
+        """Every request so far (of one site, or all), in arrival order."""
+        raise NotImplementedError
+
+    def host_port(self, site: str) -> tuple[str, int]:
+        raise NotImplementedError
+
+    def base_url(self, site: str) -> str:
+        """'http://IP:PORT' of a started site (no trailing slash)."""
+        ip, port = self.host_port(site)
+        return f"http://{ip}:{port}"
+
+    def url(self, site: str, path: str = "/") -> str:
+        return self.base_url(site) + path
+
+    def paths(self, site: str) -> list[str]:
+        """Requested targets (path with query) of a site, in arrival order."""
+        return [r.path for r in self.log(site)]
+
+    def count(self, site: str, path: str) -> int:
+        """Requests for `path`: exact target when it has a query, else any query of that path."""
+        if "?" in path:
+            return sum(1 for r in self.log(site) if r.path == path)
+        return sum(1 for r in self.log(site) if r.path.split("?", 1)[0] == path)
+
+    def gaps(self, site: str, *, skip: Sequence[str] = ("/robots.txt",)) -> list[float]:
+        """Seconds between consecutive request arrivals on a site (paths in `skip` left out), for
+        asserting a crawl delay: `min(server.gaps(site)) >= delay`."""
+        starts = sorted(r.start for r in self.log(site) if r.path.split("?", 1)[0] not in skip)
+        return [later - earlier for earlier, later in itertools.pairwise(starts)]
+
+    def peak_concurrency(self, site: str) -> int:
+        """The most requests a site was answering at once (in-flight requests count as open)."""
+        events: list[tuple[float, int]] = []
+        for record in self.log(site):
+            events.append((record.start, 1))
+            events.append((record.end if record.end is not None else float("inf"), -1))
+        peak = current = 0
+        for _, step in sorted(events):
+            current += step
+            peak = max(peak, current)
+        return peak
+
+    def wait_until(self, predicate: Callable[[Any], bool], timeout: float = 5.0) -> bool:
+        """Poll `predicate(self)` until true or `timeout` seconds pass; returns its last value."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+
+class FixtureServer(LogQueries):
     """Serve fixture sites from a background thread; use as a context manager or start()/stop()."""
 
     def __init__(
@@ -254,68 +310,22 @@ class FixtureServer:
         bound = self._bound(site)
         return bound.spec.ip, bound.port
 
-    def base_url(self, site: str) -> str:
-        """'http://IP:PORT' of a started site (no trailing slash)."""
-        return self._bound(site).base_url
-
-    def url(self, site: str, path: str = "/") -> str:
-        return self.base_url(site) + path
-
     @property
     def sites(self) -> Mapping[str, SiteSpec]:
         return {name: bound.spec for name, bound in self._sites.items()}
+
+    def log(self, site: str | None = None) -> list[RequestRecord]:
+        """Every request so far (of one site, or all), in arrival order; in-flight ones have end=None."""
+        return self._log.records(site)
+
+    def clear_log(self) -> None:
+        self._log.clear()
 
     def _bound(self, site: str) -> _Bound:
         bound = self._sites[site]
         if bound.server is None:
             raise RuntimeError(f"site {site!r} is not being served (call start())")
         return bound
-
-    # log
-
-    def log(self, site: str | None = None) -> list[RequestRecord]:
-        """Every request so far (of one site, or all), in arrival order; in-flight ones have end=None."""
-        return self._log.records(site)
-
-    def paths(self, site: str) -> list[str]:
-        """Requested targets (path with query) of a site, in arrival order."""
-        return [r.path for r in self._log.records(site)]
-
-    def count(self, site: str, path: str) -> int:
-        """Requests for `path`: exact target when it has a query, else any query of that path."""
-        if "?" in path:
-            return sum(1 for r in self._log.records(site) if r.path == path)
-        return sum(1 for r in self._log.records(site) if r.path.split("?", 1)[0] == path)
-
-    def clear_log(self) -> None:
-        self._log.clear()
-
-    def gaps(self, site: str, *, skip: Sequence[str] = ("/robots.txt",)) -> list[float]:
-        """Seconds between consecutive request arrivals on a site (paths in `skip` left out), for
-        asserting a crawl delay: `min(server.gaps(site)) >= delay`."""
-        starts = sorted(r.start for r in self._log.records(site) if r.path.split("?", 1)[0] not in skip)
-        return [later - earlier for earlier, later in itertools.pairwise(starts)]
-
-    def peak_concurrency(self, site: str) -> int:
-        """The most requests a site was answering at once (in-flight requests count as open)."""
-        events: list[tuple[float, int]] = []
-        for record in self._log.records(site):
-            events.append((record.start, 1))
-            events.append((record.end if record.end is not None else float("inf"), -1))
-        peak = current = 0
-        for _, step in sorted(events):
-            current += step
-            peak = max(peak, current)
-        return peak
-
-    def wait_until(self, predicate: Callable[[FixtureServer], bool], timeout: float = 5.0) -> bool:
-        """Poll `predicate(self)` until true or `timeout` seconds pass; returns its last value."""
-        deadline = time.monotonic() + timeout
-        while not predicate(self):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
 
     # serving (event loop thread)
 

@@ -169,6 +169,11 @@ def slow_site(
     return numbered_site(name, pages, wrap=Latency(NumberedPages(pages), climbing(start, end, over)))
 
 
+def steady_latency_site(seconds: float = 0.3, pages: int = 20, name: str = "steady-latency") -> SiteSpec:
+    """Every page takes `seconds` to answer (requests overlap, so concurrency shows); robots.txt at once."""
+    return numbered_site(name, pages, wrap=Latency(NumberedPages(pages), seconds))
+
+
 def robots_503_site(pages: int = 5, name: str = "robots-503") -> SiteSpec:
     """robots.txt always answers 503: a polite crawler fetches no page (RFC 9309 2.3.1.4)."""
     return numbered_site(name, pages, service_unavailable())

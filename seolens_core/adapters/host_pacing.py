@@ -225,6 +225,11 @@ class HostPacingStore:
         stored = await self._read(host)
         return None if stored is None else stored.state
 
+    @property
+    def read_lead_s(self) -> float:
+        """How long before a start to ask `get` so the answer is back in time (the round trip, with margin)."""
+        return self._lead()
+
     # --- fast paths ------------------------------------------------------------------------------
 
     async def _take(

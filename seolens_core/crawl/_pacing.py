@@ -8,11 +8,12 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from seolens_core.adapters.host_pacing import HostPacingStore
 from seolens_core.crawl._ports import PacingPort, Ticket, Wait
-from seolens_core.fetch import FetchResult
+from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.fetch._client import FetchErrorKind
 from seolens_core.politeness import (
     AimdSettings,
@@ -121,6 +122,7 @@ class PacingGate:
                 max_local_wait_s=max(0.0, deadline - self._clock()),
                 clock=self._clock,
                 sleep=self._sleep,
+                recheck_lead_s=store.read_lead_s,
             )
             # All slots leased: the holders are usually waiting for their start or finishing a quick
             # fetch, so a slot frees within the local wait; re-asking (one GetItem) beats a re-delivery.
@@ -214,18 +216,33 @@ LATE_RETRIES = 3
 ON_TIME_SHARE = 0.5
 
 
-async def start_slot(
+@dataclass(frozen=True, slots=True)
+class PacedFetch:
+    """A request made in a granted slot: release `ticket` with `result` once the outcome is known."""
+
+    ticket: Ticket
+    result: FetchResult
+
+
+async def paced_fetch(
     pacing: PacingPort,
+    fetcher: Fetcher,
+    url: str,
     host: str,
     settings: CrawlSettings,
     floor_s: float | None,
     *,
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
-) -> Ticket | Wait:
-    """A pacing slot the caller can start on time (every request to a host goes through here: pages, robots
-    retries excepted, sitemaps). A start later than half the slot's slack would squeeze the gap to the next
-    worker's slot below the delay, so such a slot is given back unused and another one taken."""
+) -> PacedFetch | Wait:
+    """Fetch `url` in a pacing slot of `host` (every request to a host goes through here: pages and
+    sitemaps; robots.txt has its own schedule).
+
+    A request that reaches the wire later than half the slot's slack would squeeze the gap to the next
+    worker's slot below the delay: the fetcher abandons it unsent (its start limit is checked right before
+    the request head is written) and the slot is given back unused; another one is taken. The other half
+    of the slack covers the path from that check to the host.
+    """
     for _ in range(LATE_RETRIES):
         try:
             slot = await pacing.acquire(host, settings, floor_s, clock())
@@ -236,8 +253,16 @@ async def start_slot(
         wait = slot.start_at - clock()
         if wait > 0:
             await sleep(wait)
-        # Keep the other half of the slack for the jitter between this check and the request reaching the host.
-        if clock() - slot.start_at <= slot.slack_s * ON_TIME_SHARE:
-            return slot
+        start_by = slot.start_at + slot.slack_s * ON_TIME_SHARE
+
+        def on_time(start_by: float = start_by) -> bool:
+            return clock() <= start_by
+
+        if on_time():
+            result = await fetcher.fetch(
+                url, headers=settings.secret_headers(), method="GET", may_send=on_time
+            )
+            if result.error is None or result.error.kind is not FetchErrorKind.LATE_START:
+                return PacedFetch(slot, result)
         await pacing.give_back(slot)
     return Wait(until=clock() + 1.0, reason="late")

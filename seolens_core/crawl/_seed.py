@@ -17,8 +17,8 @@ from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.crawl._links import CrawlScope
-from seolens_core.crawl._pacing import start_slot
-from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
+from seolens_core.crawl._pacing import PacedFetch, paced_fetch
+from seolens_core.crawl._ports import PacingPort, RobotsPort
 from seolens_core.crawl._worker import default_fetcher
 from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
@@ -119,17 +119,16 @@ class Seeder:
                 continue
             if not answer.allowed:
                 return answer.reason or "disallowed by robots.txt"
-            slot = await start_slot(
-                s.pacing, origin, settings, answer.crawl_delay_s, clock=s.clock, sleep=_sleep
+            paced = await paced_fetch(
+                s.pacing, fetcher, url, origin, settings, answer.crawl_delay_s, clock=s.clock, sleep=_sleep
             )
-            if not isinstance(slot, Ticket):
-                if slot.until - now > 30:
-                    return f"host paced ({slot.reason})"
-                await _sleep(slot.until - now)
+            if not isinstance(paced, PacedFetch):
+                if paced.until - now > 30:
+                    return f"host paced ({paced.reason})"
+                await _sleep(paced.until - now)
                 continue
-            result = await fetcher.fetch(url, headers=settings.secret_headers())
-            await s.pacing.release(slot, result, False, s.clock())
-            return result
+            await s.pacing.release(paced.ticket, paced.result, False, s.clock())
+            return paced.result
         return "host busy"
 
     async def _read_sitemap(

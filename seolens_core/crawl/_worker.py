@@ -22,9 +22,9 @@ from seolens_core.adapters.urls import DONE, Journal, UrlStore
 from seolens_core.audit import detect_waf
 from seolens_core.crawl._commit import BatchCommit, Contribution
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
-from seolens_core.crawl._pacing import start_slot
+from seolens_core.crawl._pacing import PacedFetch, paced_fetch
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
-from seolens_core.crawl._ports import PacingPort, RobotsPort, Ticket
+from seolens_core.crawl._ports import PacingPort, RobotsPort
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.politeness import WindowReport
@@ -371,9 +371,11 @@ class BatchRun:
             c.finished.append((msg, host, "disallowed"))
             c.count("n_disallowed")
             return "disallowed"
-        slot = await start_slot(s.pacing, host, settings, answer.crawl_delay_s, clock=s.clock, sleep=s.sleep)
-        if not isinstance(slot, Ticket):
-            if slot.reason == "suspended":
+        paced = await paced_fetch(
+            s.pacing, ctx.fetcher, url.url, host, settings, answer.crawl_delay_s, clock=s.clock, sleep=s.sleep
+        )
+        if not isinstance(paced, PacedFetch):
+            if paced.reason == "suspended":
                 detail = (
                     "Retry-After longer than the cap: the host is suspended, not fetched earlier than asked"
                 )
@@ -381,9 +383,9 @@ class BatchRun:
                 c.finished.append((msg, host, "suspended"))
                 c.count("n_not_crawled")
                 return "suspended"
-            await self._defer(msg, slot.until, c)
+            await self._defer(msg, paced.until, c)
             return "pacing_wait"
-        result = await ctx.fetcher.fetch(url.url, headers=settings.secret_headers(), method="GET")
+        slot, result = paced.ticket, paced.result
         plan: LinkPlan | None = None
         row: dict[str, Any] | None = None
         # A WAF challenge (often a 403/503) is not transient: retrying would only knock again.

@@ -30,6 +30,8 @@ class FetchErrorKind(enum.StrEnum):
     TLS = "tls"
     SSRF_BLOCKED = "ssrf_blocked"
     PROTOCOL = "protocol"
+    LATE_START = "late_start"
+    """Not sent: the connection was ready after `start_by` (nothing reached the host)."""
     OTHER = "other"
 
 
@@ -53,6 +55,8 @@ class FetchResult:
     http_version: str | None = None
     address: str | None = None
     error: FetchError | None = None
+    sent_at: float | None = None
+    """When the request head went to the socket (epoch seconds), if it did."""
 
     @property
     def location(self) -> str | None:
@@ -104,6 +108,10 @@ def _classify(exc: BaseException) -> FetchError:
     return FetchError(FetchErrorKind.OTHER, text)
 
 
+class _LateStart(Exception):
+    """Raised inside httpcore's trace hook to abandon a request before its head is written."""
+
+
 class Fetcher:
     """An SSRF-guarded, size-capped HTTP client; build once per container and reuse its connection pool."""
 
@@ -142,17 +150,35 @@ class Fetcher:
         await self._client.aclose()
 
     async def fetch(
-        self, url: str, *, headers: Mapping[str, str] | None = None, method: str = "GET"
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        method: str = "GET",
+        may_send: Callable[[], bool] | None = None,
     ) -> FetchResult:
-        """Fetch `url` once; never raises for network or protocol trouble (it is in `result.error`)."""
+        """Fetch `url` once; never raises for network or protocol trouble (it is in `result.error`).
+
+        `may_send` is asked right before the request head is written (the connection is ready); False
+        abandons the request unsent, error kind LATE_START: a paced start must not slip towards the next slot.
+        """
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self._total_timeout_s):
-                return await self._fetch(url, headers or {}, method, started)
+                return await self._fetch(url, headers or {}, method, started, may_send)
+        except _LateStart as late:
+            return FetchResult(url=url, error=FetchError(FetchErrorKind.LATE_START, str(late)))
         except Exception as exc:  # every failure is data for the politeness engine, never a crash
             return FetchResult(url=url, error=_classify(exc), total_ms=(time.perf_counter() - started) * 1000)
 
-    async def _fetch(self, url: str, headers: Mapping[str, str], method: str, started: float) -> FetchResult:
+    async def _fetch(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        method: str,
+        started: float,
+        may_send: Callable[[], bool] | None,
+    ) -> FetchResult:
         parsed = httpx.URL(url)
         host = parsed.host
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -179,8 +205,18 @@ class Fetcher:
             **headers,
             "Host": parsed.netloc.decode("ascii"),
         }
+        sent_at: list[float] = []
+
+        async def on_event(event: str, info: Mapping[str, object]) -> None:
+            # httpcore calls this right before the head is written, with no await in between: the last
+            # moment a late request can still be abandoned without anything reaching the host.
+            if event.endswith("send_request_headers.started"):
+                if may_send is not None and not may_send():
+                    raise _LateStart("the connection was ready after the request's start limit")
+                sent_at.append(time.time())
+
         request = self._client.build_request(
-            method, target, headers=request_headers, extensions={"sni_hostname": host}
+            method, target, headers=request_headers, extensions={"sni_hostname": host, "trace": on_event}
         )
         response = await self._client.send(request, stream=True)
         try:
@@ -209,4 +245,5 @@ class Fetcher:
             total_ms=(time.perf_counter() - started) * 1000,
             http_version=response.http_version,
             address=verdict.address,
+            sent_at=sent_at[0] if sent_at else None,
         )

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from ._observation import Observation
 from ._reservation import DeferReason, Deferred, Reservation
-from ._state import HostPoliteness
+from ._state import BlockReason, HostPoliteness
 
 
 class HostPacing(Protocol):
@@ -32,6 +32,10 @@ class HostPacing(Protocol):
         ...
 
 
+RECHECK_AHEAD = 3.0
+"""A slot granted more than this many read round trips before its start is re-checked for a block."""
+
+
 async def acquire(
     pacing: HostPacing,
     host: str,
@@ -42,11 +46,14 @@ async def acquire(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     max_late_retries: int = 3,
+    recheck_lead_s: float | None = None,
 ) -> Reservation:
     """Reserve and sleep until the granted start; return Granted only when the caller may start *now*.
 
     A start later than the grant's slack would squeeze the gap to the next worker's slot below the
-    delay, so such a slot is given back unused and a new one reserved.
+    delay, so such a slot is given back unused and a new one reserved. With `recheck_lead_s` (a read's
+    round trip), a slot granted well ahead is re-read that long before its start: a 429/503 another worker
+    got meanwhile blocks the host, and the slot is given back instead of knocking inside the block.
     """
     for _ in range(max_late_retries + 1):
         reservation = await pacing.reserve(
@@ -54,6 +61,17 @@ async def acquire(
         )
         if isinstance(reservation, Deferred):
             return reservation
+        wait = reservation.start_at - clock()
+        if recheck_lead_s is not None and wait > RECHECK_AHEAD * recheck_lead_s:
+            await sleep(wait - recheck_lead_s)
+            state = await pacing.get(host)
+            if state is not None and state.blocked_until > reservation.start_at:
+                await pacing.release(host, lease_id, None)
+                suspended = state.block_reason is BlockReason.SUSPENDED
+                return Deferred(
+                    until=max(state.blocked_until, state.next_allowed_at),
+                    reason=DeferReason.SUSPENDED if suspended else DeferReason.BLOCKED,
+                )
         while (wait := reservation.start_at - clock()) > 0:
             await sleep(wait)
         if clock() - reservation.start_at <= reservation.slack_s:

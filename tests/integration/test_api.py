@@ -275,7 +275,8 @@ def test_operator_switch_pauses_and_resumes_the_whole_frontier(starter: FakeStar
     assert stored is not None and stored["paused"] == {"BOOL": True}  # what every worker reads
     assert call_api("GET", "/frontier").body == {"paused": True}
     assert call_api("POST", "/frontier/resume").body == {"paused": False}
-    assert _item("__frontier__")["paused"] == {"BOOL": False}
+    resumed = _item("__frontier__")
+    assert resumed is not None and resumed["paused"] == {"BOOL": False}
 
 
 def test_unknown_route_and_method(starter: FakeStarter) -> None:

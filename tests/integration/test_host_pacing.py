@@ -432,3 +432,38 @@ def test_crashed_worker_lease_expires_and_capacity_returns(moto_server: Embedded
     assert max_in_flight(intervals, within=(crash["start"], crash["expires"])) == 1
     assert max_in_flight(intervals, within=(crash["expires"], float("inf"))) == 2
     assert any(s >= crash["expires"] for s, _, _ in intervals)
+
+
+def test_a_slot_granted_before_another_containers_429_is_voided_by_the_recheck(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """Two containers (two PacingGates) on one host: A's slot is granted a second ahead; meanwhile B gets a
+    429 with Retry-After and releases. A re-reads the host before its start and gets a block, not a slot."""
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.crawl._ports import Ticket, Wait
+    from seolens_core.fetch import FetchResult
+    from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+    settings = CrawlSettings(
+        start_urls=("https://shop.example/",), politeness=PolitenessSettings(initial_delay_ms=1000)
+    )
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            a, b = PacingGate(client, table), PacingGate(client, table)
+            first = await b.acquire(HOST, settings, None, time.time())
+            assert isinstance(first, Ticket)
+            asked = time.time()
+            waiting = asyncio.create_task(a.acquire(HOST, settings, None, asked))
+            await asyncio.sleep(0.2)
+            limited = FetchResult(url=HOST + "/", status=429, headers={"retry-after": "30"}, ttfb_ms=5.0)
+            await b.release(first, limited, False, time.time())
+            answer = await waiting
+            assert isinstance(answer, Wait) and answer.reason == "blocked"
+            assert answer.until >= asked + 29
+            assert time.time() - asked < 1.2  # told at the slot, not after it
+            state = await b.store(settings).get(HOST)
+            assert state is not None and state.leases == {}  # A's unused slot went back
+
+    asyncio.run(main())

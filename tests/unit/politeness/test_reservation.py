@@ -231,3 +231,72 @@ def test_guard_widens_spacing_and_is_granted_as_slack() -> None:
     assert isinstance(a, Granted) and isinstance(b, Granted)
     assert a.slack_s == 0.01
     assert b.start_at - a.start_at == pytest.approx(0.11)
+
+
+def test_acquire_rechecks_a_slot_granted_ahead_and_yields_to_a_block_written_meanwhile() -> None:
+    import asyncio
+
+    from seolens_core.politeness import InMemoryHostPacing, Observation, acquire
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    settings = AimdSettings(initial_delay_ms=1000)
+    store = InMemoryHostPacing(clock, settings, busy_retry_s=1.0)
+    reads: list[float] = []
+
+    async def main() -> object:
+        first = await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
+        assert isinstance(first, Granted)
+        original_get = store.get
+
+        async def get(host: str) -> object:
+            reads.append(clock.now)
+            return await original_get(host)
+
+        store.get = get  # type: ignore[method-assign,assignment]
+
+        async def sleep(seconds: float) -> None:
+            if clock.now < 1000.5 <= clock.now + seconds:  # B's 429 lands while A waits for its slot
+                await store.release("h", "b", Observation(status=429, retry_after="30"))
+            clock.now += seconds
+
+        return await acquire(
+            store, "h", "a", lease_ttl_s=30, max_local_wait_s=5, clock=clock, sleep=sleep, recheck_lead_s=0.05
+        )
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, Deferred) and answer.reason is DeferReason.BLOCKED
+    assert answer.until >= 1030.0
+    assert reads == [pytest.approx(1001.0 - 0.05)]  # one read, shortly before the slot
+
+
+def test_acquire_without_a_block_starts_on_time_after_the_recheck() -> None:
+    import asyncio
+
+    from seolens_core.politeness import InMemoryHostPacing, acquire
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
+
+    async def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    async def main() -> object:
+        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
+        return await acquire(
+            store, "h", "a", lease_ttl_s=30, max_local_wait_s=5, clock=clock, sleep=sleep, recheck_lead_s=0.05
+        )
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at)
