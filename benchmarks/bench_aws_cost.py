@@ -77,7 +77,7 @@ def main() -> None:
 
     if args.report:
         report = json.loads(args.report.read_text(encoding="utf-8"))
-        calls = dict(report.get("aws_calls", {}))
+        calls = dict(report.get("aws_calls") or report.get("cost", {}).get("aws_calls", {}))
         pages = int(
             report.get("summary", {}).get("fetched") or report.get("counters", {}).get("n_fetched") or 0
         )

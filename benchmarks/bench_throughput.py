@@ -267,7 +267,7 @@ def _run_seolens(
     result = _measure("seolens", cmd, log, "SEOLensBench")
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     result.extra = {
-        "aws_calls": report.get("aws_calls", {}),
+        "aws_calls": report.get("aws_calls") or report.get("cost", {}).get("aws_calls", {}),
         "counters": report.get("counters", {}),
         "status": report.get("status"),
         "report_duration_s": report.get("duration_s"),

@@ -136,6 +136,7 @@ def run_crawl(
     crawl_id = crawl_id or uuid.uuid4().hex[:16]
     started = time.monotonic()
     calls_before = GLOBAL_METER.snapshot()
+    items_before = GLOBAL_METER.items()
     billed_before = dict(host.billed_ms)
     invocations_before = dict(host.invocations)
     app.run(app.crawls.create(crawl_id, settings, site_of(settings), time.time()))
@@ -188,6 +189,7 @@ def run_crawl(
     run.worker_invocations = host.invocations.get(WORKER, 0)
     run.cost = crawl_cost(
         calls=_diff(GLOBAL_METER.snapshot(), calls_before),
+        items=_diff(GLOBAL_METER.items(), items_before),
         host=host,
         billed_ms=_diff_f(host.billed_ms, billed_before),
         invocations=_diff(host.invocations, invocations_before),
@@ -215,6 +217,7 @@ def _diff_f(after: dict[str, float], before: dict[str, float]) -> dict[str, floa
 def crawl_cost(
     *,
     calls: dict[str, int],
+    items: dict[str, int] | None = None,
     host: LambdaHost,
     billed_ms: dict[str, float],
     invocations: dict[str, int],
@@ -225,8 +228,10 @@ def crawl_cost(
     event source mapping's receives and deletes), Lambda time at each function's configured memory, and the
     state machine's transitions."""
     gb_seconds = sum(ms / 1000 * host.function(fn).memory_mb / 1024 for fn, ms in billed_ms.items())
+    per_call = {key.partition(".")[2]: n / calls[key] for key, n in (items or {}).items() if calls.get(key)}
     usage = Usage(
         calls=calls,
+        batch_items=per_call,
         lambda_invocations=sum(invocations.values()),
         lambda_gb_seconds=gb_seconds,
         sfn_transitions=transitions,

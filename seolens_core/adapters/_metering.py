@@ -7,16 +7,32 @@ from collections import Counter
 from typing import Any
 
 
+def batch_size(operation: str, params: Any) -> int | None:
+    """Items a DynamoDB batch or transaction call carries (billing is per item), None for other calls."""
+    if not isinstance(params, dict):
+        return None
+    if operation == "BatchWriteItem":
+        return sum(len(v) for v in params.get("RequestItems", {}).values())
+    if operation == "BatchGetItem":
+        return sum(len(v.get("Keys", ())) for v in params.get("RequestItems", {}).values())
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        return len(params.get("TransactItems", ()))
+    return None
+
+
 class CallMeter:
-    """Thread-safe tally of AWS API calls; attach it to any botocore or aiobotocore client."""
+    """Thread-safe tally of AWS API calls, and of the items DynamoDB batch calls carry; attach it to any
+    botocore or aiobotocore client."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
+        self._items: Counter[str] = Counter()
 
     def attach(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
         client.meta.events.register("before-call.*.*", self._make_hook(service))
+        client.meta.events.register("before-parameter-build.*.*", self._make_items_hook(service))
         return client
 
     def _make_hook(self, service: str) -> Any:
@@ -26,9 +42,23 @@ class CallMeter:
 
         return hook
 
+    def _make_items_hook(self, service: str) -> Any:
+        def hook(model: Any, params: Any = None, **_: Any) -> None:
+            items = batch_size(model.name, params)  # the API parameters, before serialisation
+            if items is not None:
+                with self._lock:
+                    self._items[f"{service}.{model.name}"] += items
+
+        return hook
+
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return dict(sorted(self._calls.items()))
+
+    def items(self) -> dict[str, int]:
+        """Items carried by batch calls so far, per "service.Operation"."""
+        with self._lock:
+            return dict(sorted(self._items.items()))
 
     def total(self) -> int:
         with self._lock:

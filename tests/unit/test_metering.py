@@ -1,0 +1,34 @@
+"""CallMeter counts calls and, for DynamoDB batches and transactions, the items they carry (billing is per item)."""
+
+from __future__ import annotations
+
+import boto3
+from botocore.stub import Stubber
+
+from seolens_core.adapters._metering import CallMeter, batch_size
+
+
+def test_batch_sizes_per_operation() -> None:
+    assert batch_size("BatchWriteItem", {"RequestItems": {"a": [1, 2], "b": [3]}}) == 3
+    assert batch_size("BatchGetItem", {"RequestItems": {"a": {"Keys": [1, 2, 3, 4]}}}) == 4
+    assert batch_size("TransactWriteItems", {"TransactItems": [1, 2]}) == 2
+    assert batch_size("UpdateItem", {"Key": {}}) is None
+    assert batch_size("BatchWriteItem", None) is None
+
+
+def test_meter_counts_calls_and_items_through_botocore_hooks() -> None:
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    meter = CallMeter()
+    meter.attach(client)
+    put = {"PutRequest": {"Item": {"k": {"S": "v"}}}}
+    with Stubber(client) as stub:
+        stub.add_response("batch_write_item", {})
+        stub.add_response("transact_write_items", {})
+        client.batch_write_item(RequestItems={"t": [put, put, put]})
+        client.transact_write_items(
+            TransactItems=[{"Put": {"TableName": "t", "Item": {"k": {"S": "v"}}}}] * 2
+        )
+    assert meter.snapshot() == {"dynamodb.BatchWriteItem": 1, "dynamodb.TransactWriteItems": 1}
+    assert meter.items() == {"dynamodb.BatchWriteItem": 3, "dynamodb.TransactWriteItems": 2}
