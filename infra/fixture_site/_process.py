@@ -24,7 +24,7 @@ from infra.fixture_site._server import FixtureServer, LogQueries, RequestRecord,
 SiteBuilder = Callable[[], SiteSpec]
 """Builds a site in the server process: a module-level function or a functools.partial of one (picklable)."""
 
-_START_TIMEOUT_S = 60.0
+_CHILD = "import sys; from infra.fixture_site._process import _serve; sys.exit(_serve())"
 
 
 class ProcessFixtureServer(LogQueries):
@@ -35,21 +35,22 @@ class ProcessFixtureServer(LogQueries):
         self._builders = list(builders)
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._log_path: Path | None = None
+        self._stderr_path = Path("/dev/null")
         self._addresses: dict[str, tuple[str, int]] = {}
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        """Start the child (`python -m infra.fixture_site._process`, sites pickled on its stdin) and wait
+        """Start the child (`_serve` in a new interpreter, sites pickled on its stdin) and wait
         for its addresses."""
         if self._process is not None:
             raise RuntimeError("fixture server already started")
         self._dir = tempfile.TemporaryDirectory(prefix="fixture-log-")
         self._log_path = Path(self._dir.name) / "requests.jsonl"
-        process = subprocess.Popen(
-            [sys.executable, "-m", "infra.fixture_site._process"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+        self._stderr_path = Path(self._dir.name) / "stderr.txt"
+        with self._stderr_path.open("wb") as stderr:  # connection noise at shutdown stays out of test output
+            process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+            )
         self._process = process
         stdin, stdout = _pipes(process)
         try:
@@ -61,7 +62,8 @@ class ProcessFixtureServer(LogQueries):
             raise
         if "error" in answer:
             self.stop()
-            raise RuntimeError(f"fixture server process: {answer['error']}")
+            detail = self._stderr_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"fixture server process: {answer['error']}\n{detail}")
         self._addresses = {name: (str(ip), int(port)) for name, (ip, port) in answer["sites"].items()}
         _server._ORIGINS_USED.update(self._addresses.values())
 
@@ -139,7 +141,3 @@ def _serve() -> int:
     finally:
         server.stop()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_serve())
