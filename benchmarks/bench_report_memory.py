@@ -71,7 +71,7 @@ async def generate(app: Any, crawl_id: str, site: str, pages: int, links: int) -
     depth = [0] * pages
     for i in range(1, pages):
         depth[i] = depth[(i - 1) // links] + 1
-    settings = CrawlSettings(start_urls=(urls[0],), allow_hosts=(site.split("//")[1],))
+    settings = CrawlSettings(start_urls=(urls[0],), allow_hosts=(site.split("//")[1],), max_pages=pages)
     await app.crawls.create(crawl_id, settings, site, now=time.time())
     sem = asyncio.Semaphore(16)
     n_links = 0

@@ -114,14 +114,19 @@ class ResultsStore:
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
 
     async def rows(self, crawl_id: str, kind: str) -> AsyncIterator[dict[str, Any]]:
-        """Every row of every part of `kind`, streamed part by part."""
-        for key in await self.part_keys(crawl_id, kind):
-            resp = await self._client.get_object(Bucket=self._bucket, Key=key)
-            async with resp["Body"] as stream:
-                data = await stream.read()
-            for line in data.decode("utf-8").splitlines():
-                if line:
-                    yield json.loads(line)
+        """Every row of every part of `kind`, streamed part by part, in key order (the listing is read one
+        page of 1,000 keys at a time, so neither the key list nor the rows are held)."""
+        prefix = _prefix(crawl_id, kind)
+        after: str | None = None
+        while keys := await self.list_keys(prefix, start_after=after, limit=1000):
+            for key in keys:
+                resp = await self._client.get_object(Bucket=self._bucket, Key=key)
+                async with resp["Body"] as stream:
+                    data = await stream.read()
+                for line in data.decode("utf-8").splitlines():
+                    if line:
+                        yield json.loads(line)
+            after = keys[-1]
 
     async def put_file(self, crawl_id: str, name: str, body: bytes, content_type: str) -> str:
         key = f"crawls/{crawl_id}/report/{name}"

@@ -311,7 +311,9 @@ class Reporter:
         self, crawl_id: str, budget_s: float | None, record: CrawlRecord
     ) -> dict[str, Any]:
         """Resume the inlink map/reduce and depth search from the checkpoint; to the end when `budget_s` is None."""
-        cursor = await self.inlinks.load(crawl_id) or start_cursor(self.s.inlink_shards)
+        cursor = await self.inlinks.load(crawl_id) or start_cursor(
+            inlink_shards(self.s.inlink_shards, record.settings.max_pages)
+        )
         return await self.inlinks.run(
             crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
         )
@@ -341,6 +343,20 @@ def count_inlinks(links: Iterable[dict[str, Any]]) -> Counter[str]:
         if link.get("internal") and link["source"] != link["target"]
     }
     return Counter(target for _, target in pairs)
+
+
+PAGES_PER_INLINK_SHARD = 4_000  # ~160k edges at 40 links a page: one reduce or depth step stays small
+
+
+def inlink_shards(minimum: int, max_pages: int | None) -> int:
+    """Shards of the inlink map/reduce and depth search for a crawl of up to `max_pages` pages: `minimum`
+    doubled until a shard holds about `PAGES_PER_INLINK_SHARD` pages (from 16: 16 up to 64k pages, 256 for
+    1M), at most 1024."""
+    wanted = -(-(max_pages or 0) // PAGES_PER_INLINK_SHARD)
+    shards = max(1, minimum)
+    while shards < min(wanted, 1024):
+        shards *= 2
+    return shards
 
 
 def _start_urls(record: CrawlRecord) -> list[str]:
