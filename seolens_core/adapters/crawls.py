@@ -192,6 +192,26 @@ class CrawlStore:
             current = await self.get(crawl_id)  # raises CrawlNotFound for unknown ids
             raise StatusConflict(f"crawl {crawl_id} is {current.status.value}") from None
 
+    async def get_with_switch(self, crawl_id: str) -> tuple[CrawlRecord, bool]:
+        """The crawl's record and the operator switch (is the whole frontier paused?) in one BatchGetItem."""
+        keys = [{"crawl_id": {"S": crawl_id}}, {"crawl_id": {"S": GLOBAL_CONTROL_ID}}]
+        request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        items: list[dict[str, Any]] = []
+        for _ in range(8):  # unprocessed keys (throttling) are asked again
+            resp = await self._client.batch_get_item(RequestItems=request)
+            items.extend(resp.get("Responses", {}).get(self._table, []))
+            request = resp.get("UnprocessedKeys") or {}
+            if not request:
+                break
+        else:
+            raise RuntimeError("crawl record still unprocessed after 8 attempts")
+        by_id = {item["crawl_id"]["S"]: item for item in items}
+        item = by_id.get(crawl_id)
+        if not item or "settings" not in item:
+            raise CrawlNotFound(crawl_id)
+        paused = bool(by_id.get(GLOBAL_CONTROL_ID, {}).get("paused", {}).get("BOOL", False))
+        return _record(item), paused
+
     async def frontier_paused(self) -> bool:
         resp = await self._client.get_item(
             TableName=self._table, Key={"crawl_id": {"S": GLOBAL_CONTROL_ID}}, ConsistentRead=True

@@ -21,6 +21,7 @@ from seolens_core.politeness import (
     Deferred,
     Observation,
     PacingContention,
+    Reservation,
     WindowReport,
     acquire,
 )
@@ -83,6 +84,7 @@ class PacingGate:
         when still full)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._freed: dict[str, asyncio.Condition] = {}
+        self._turns: dict[str, asyncio.Lock] = {}
         """Per origin: notified (one waiter) when this container returns a lease, so a waiter re-asks
         when a slot has actually come back instead of polling the table."""
         self._timeline: dict[str, list[WindowReport]] = {}
@@ -113,8 +115,9 @@ class PacingGate:
             self._floors[origin] = floor_ms
         lease_id = uuid.uuid4().hex
         deadline = self._clock() + settings.politeness.max_local_wait_s
-        while True:
-            reservation = await acquire(
+
+        async def ask() -> Reservation:
+            return await acquire(
                 store,
                 origin,
                 lease_id,
@@ -124,15 +127,27 @@ class PacingGate:
                 sleep=self._sleep,
                 recheck_lead_s=store.read_lead_s,
             )
-            # All slots leased: the holders are usually waiting for their start or finishing a quick
-            # fetch, so a slot frees within the local wait; re-asking (one GetItem) beats a re-delivery.
-            if not (isinstance(reservation, Deferred) and reservation.reason is DeferReason.CONCURRENCY):
-                break
+
+        reservation = await ask()
+        # All slots leased: the holders are usually waiting for their start or finishing a quick fetch, so
+        # a slot frees within the local wait; re-asking beats a re-delivery. One waiter of this container
+        # re-asks at a time (the others queue behind it): every re-ask is a conditional write on the host's
+        # item, and ten waiters polling apart would cost ten times the calls for the same free slot.
+        while isinstance(reservation, Deferred) and reservation.reason is DeferReason.CONCURRENCY:
             pause = self._rng.uniform(BUSY_POLL_S / 2, BUSY_POLL_S)
             if self._clock() + pause > min(deadline, reservation.until):
                 break
-            self.busy_polls += 1
-            await self._wait_for_slot(origin, pause)
+            try:
+                async with asyncio.timeout(max(0.0, deadline - pause - self._clock())):
+                    await self._poll_turn(origin).acquire()
+            except TimeoutError:
+                break
+            try:
+                self.busy_polls += 1
+                await self._wait_for_slot(origin, pause)
+                reservation = await ask()
+            finally:
+                self._poll_turn(origin).release()
         if isinstance(reservation, Deferred):
             return Wait(until=self._come_back_at(reservation, settings), reason=reservation.reason.value)
         self._leases[lease_id] = store
@@ -152,10 +167,18 @@ class PacingGate:
 
     def _conditions(self) -> dict[str, asyncio.Condition]:
         """Conditions bind to an event loop; a warm container may run each invocation on a new one."""
+        self._bind_loop()
+        return self._freed
+
+    def _poll_turn(self, origin: str) -> asyncio.Lock:
+        """Held by the one waiter of this container that re-asks for a slot on `origin`."""
+        self._bind_loop()
+        return self._turns.setdefault(origin, asyncio.Lock())
+
+    def _bind_loop(self) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            self._loop, self._freed = loop, {}
-        return self._freed
+            self._loop, self._freed, self._turns = loop, {}, {}
 
     async def _slot_freed(self, origin: str) -> None:
         freed = self._conditions().get(origin)

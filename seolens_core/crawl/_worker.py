@@ -84,6 +84,7 @@ class PageWorker:
         self.s = services
         self._crawls: dict[str, _CrawlContext] = {}
         self._frontier_paused: tuple[float, bool] = (0.0, False)
+        self._loading: dict[str, asyncio.Task[_CrawlContext]] = {}
         self.window_verdicts: Counter[str] = (
             Counter()
         )  # closed AIMD windows seen here, by verdict (for metrics)
@@ -93,7 +94,22 @@ class PageWorker:
         ctx = self._crawls.get(crawl_id)
         if ctx is not None and now - ctx.loaded_at < CRAWL_CACHE_S:
             return ctx
-        record = await self.s.crawls.get(crawl_id)
+        # One read per stale crawl however many records of the batch ask at once.
+        loading = self._loading.get(crawl_id)
+        if loading is None or loading.get_loop() is not asyncio.get_running_loop():
+            loading = asyncio.get_running_loop().create_task(self._load(crawl_id, now))
+            self._loading[crawl_id] = loading
+        try:
+            return await asyncio.shield(loading)
+        finally:
+            if loading.done() and self._loading.get(crawl_id) is loading:
+                del self._loading[crawl_id]
+
+    async def _load(self, crawl_id: str, now: float) -> _CrawlContext:
+        """Crawl record and operator switch in one call (both are cached for CRAWL_CACHE_S)."""
+        ctx = self._crawls.get(crawl_id)
+        record, paused = await self.s.crawls.get_with_switch(crawl_id)
+        self._frontier_paused = (now, paused)
         if ctx is not None and ctx.record.settings == record.settings:
             ctx.record, ctx.loaded_at = record, now
             return ctx
