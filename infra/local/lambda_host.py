@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib
 import os
 import threading
@@ -16,6 +17,11 @@ from typing import Any
 from infra.local import faults
 from infra.local.deploy import DeployedStack, FunctionConfig
 from seolens_core.bootstrap import container, reset_container
+
+CURRENT_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "seolens_function", default=None
+)
+"""The logical id of the function whose handler runs in this context (for the IAM audit)."""
 
 Handler = Callable[[Any, Any], Any]
 
@@ -96,11 +102,13 @@ class LambdaHost:
         context = LambdaContext(config.name, config.memory_mb, config.timeout_s, config.arn)
         started = time.perf_counter()
         injector = faults.current()
+        token = CURRENT_FUNCTION.set(config.logical_id)
         try:
             if injector is None:
                 return handler(payload, context)
             return self._invoke_with_faults(injector, config, handler, payload, context)
         finally:
+            CURRENT_FUNCTION.reset(token)
             elapsed = (time.perf_counter() - started) * 1000
             with self._lock:
                 self.invocations[config.logical_id] = self.invocations.get(config.logical_id, 0) + 1

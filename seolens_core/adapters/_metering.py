@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -28,6 +29,7 @@ class CallMeter:
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
         self._items: Counter[str] = Counter()
+        self._listeners: list[Callable[[str, str, Mapping[str, Any]], None]] = []
 
     def attach(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
@@ -48,12 +50,21 @@ class CallMeter:
             if items is not None:
                 with self._lock:
                     self._items[f"{service}.{model.name}"] += items
+            for listener in list(self._listeners):
+                listener(service, model.name, params if isinstance(params, dict) else {})
 
         return hook
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return dict(sorted(self._calls.items()))
+
+    def add_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None:
+        """Also tell `listener(service, operation, api_params)` of every call (e.g. an IAM audit)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None:
+        self._listeners.remove(listener)
 
     def items(self) -> dict[str, int]:
         """Items carried by batch calls so far, per "service.Operation"."""

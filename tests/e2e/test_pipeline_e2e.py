@@ -14,7 +14,9 @@ import pytest
 
 from infra.fixture_site import FixtureServer, SiteSpec, html, not_found, text
 from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
+from infra.local.iam_audit import IamAudit
 from infra.local.runtime import LocalCloud, run_crawl
+from infra.local.template import load_template, read_definition, state_machine_sources, translate
 from seolens_core.settings import CrawlSettings
 
 E = DEMO_EXPECTED
@@ -44,8 +46,11 @@ def demo_crawl(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory
             start_metadata={"campaign": "audit-q4"},
         )
         out = tmp_path_factory.mktemp("demo")
-        run = run_crawl(local_cloud, settings, workers=4, out_dir=out)
+        audit = IamAudit(local_cloud.stack)
+        with audit.recording():
+            run = run_crawl(local_cloud, settings, workers=4, out_dir=out)
         yield {
+            "iam": audit,
             "run": run,
             "base": base,
             "partner": server.base_url("partner"),
@@ -67,6 +72,22 @@ def test_report_carries_the_crawl_cost(demo_crawl: dict[str, Any]) -> None:
     assert cost["aws_calls_total"] == sum(calls.values())
     assert cost["cost_usd"]["total"] > 0 and cost["cost_per_100k_pages_usd"] > 0
     assert cost["state_transitions"] > 5 and cost["lambda_gb_seconds"] > 0
+
+
+def test_every_call_a_function_made_is_granted_by_its_role(demo_crawl: dict[str, Any]) -> None:
+    """The emulator does not enforce IAM: this is where a call the template does not grant shows up."""
+    root = Path(__file__).resolve().parents[2]
+    template = load_template(root / "template.yaml")
+    definitions = {k: read_definition(p) for k, p in state_machine_sources(template, root).items()}
+    translated = translate(
+        template, code_uri="s3://seolens-test/code.zip", definitions=definitions, region="us-east-1"
+    )
+    audit: IamAudit = demo_crawl["iam"]
+    functions = {a.function for a in audit.accesses}
+    assert {"FetchWorkerFunction", "SeedFunction", "ReportFunction"} <= functions, functions
+    assert audit.unresolved == set()
+    violations = audit.violations(translated)
+    assert violations == [], "\n".join(violations)
 
 
 def test_crawl_succeeds_and_drains(demo_crawl: dict[str, Any]) -> None:
