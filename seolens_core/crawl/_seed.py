@@ -29,6 +29,8 @@ from seolens_core.urls import url_key_hex
 SITEMAP_SEED_DEPTH = 1
 SITEMAP_MAX_BYTES = 50 * 1024 * 1024
 CLAIM_CHUNK = 500
+SEED_TRIES = 5
+"""Seed rounds a sitemap that cannot be fetched yet (host paced, robots.txt retried) is tried in."""
 
 
 @dataclass
@@ -79,13 +81,25 @@ class Seeder:
             walk = SitemapWalk(max_depth=3, seen=cursor["seen"])
             processed = 0
             while cursor["todo"] and processed < self._max_documents:
-                url, level, probe = cursor["todo"].pop(0)
-                decision = walk.should_fetch(url, level)
-                if not decision:
-                    cursor["findings"].append({"url": url, "code": decision.finding})
-                    continue
+                url, level, probe, *rest = cursor["todo"].pop(0)
+                tries = int(rest[0]) if rest else 0
+                if tries == 0:  # a retried sitemap was accepted by the walk on its first turn
+                    decision = walk.should_fetch(url, level)
+                    if not decision:
+                        cursor["findings"].append({"url": url, "code": decision.finding})
+                        continue
                 processed += 1
-                await self._read_sitemap(crawl_id, url, level, probe, cursor, scope, settings, fetcher)
+                busy = await self._read_sitemap(crawl_id, url, level, probe, cursor, scope, settings, fetcher)
+                if busy is not None:
+                    # Not fetched yet (host paced, robots.txt being retried): never dropped. It goes back on
+                    # the list for the next seed round; after SEED_TRIES a declared one gets a finding.
+                    if tries + 1 < SEED_TRIES:
+                        cursor["todo"].append([url, level, probe, tries + 1])
+                        break
+                    if not probe:  # an unanswered guess is no finding (the host's trouble is reported)
+                        cursor["findings"].append(
+                            {"url": url, "code": "ALERT_SITEMAP_UNREADABLE", "detail": f"not fetched: {busy}"}
+                        )
             cursor["seen"] = sorted(walk.seen)
             cursor["read"] += processed
         finally:
@@ -107,14 +121,15 @@ class Seeder:
 
     async def _polite_get(
         self, url: str, origin: str, path: str, settings: CrawlSettings, fetcher: Fetcher
-    ) -> FetchResult | str:
+    ) -> FetchResult | str | _NotNow:
+        """The answer, a reason it will not be fetched (str), or a reason it cannot be fetched now."""
         s = self.s
         for _ in range(30):
             now = s.clock()
             answer = await s.robots.check(origin, path, settings, fetcher, now)
             if answer.wait_until is not None:
                 if answer.suspended or answer.wait_until - now > 30:
-                    return "robots.txt unavailable"
+                    return _NotNow("robots.txt unavailable")
                 await _sleep(answer.wait_until - now)
                 continue
             if not answer.allowed:
@@ -124,12 +139,12 @@ class Seeder:
             )
             if not isinstance(paced, PacedFetch):
                 if paced.until - now > 30:
-                    return f"host paced ({paced.reason})"
+                    return _NotNow(f"host paced ({paced.reason})")
                 await _sleep(paced.until - now)
                 continue
             await s.pacing.release(paced.ticket, paced.result, False, s.clock())
             return paced.result
-        return "host busy"
+        return _NotNow("host busy")
 
     async def _read_sitemap(
         self,
@@ -141,22 +156,25 @@ class Seeder:
         scope: CrawlScope,
         settings: CrawlSettings,
         fetcher: Fetcher,
-    ) -> None:
+    ) -> str | None:
+        """Read one sitemap and enqueue its URLs; returns why it could not be fetched yet (try again later)."""
         target = scope.normalize(url)
         if target is None:
             cursor["findings"].append({"url": url, "code": "ALERT_SITEMAP_INVALID_URL"})
-            return
+            return None
         got = await self._polite_get(target.url, target.origin, target.path_query, settings, fetcher)
+        if isinstance(got, _NotNow):
+            return got.reason
         if isinstance(got, str):
             if not probe:
                 cursor["findings"].append({"url": url, "code": "ALERT_SITEMAP_UNREADABLE", "detail": got})
-            return
+            return None
         if got.status != 200 or got.error is not None:
             if not probe:
                 cursor["findings"].append(
                     {"url": url, "code": "ALERT_SITEMAP_UNREADABLE", "detail": f"status {got.status}"}
                 )
-            return
+            return None
         parser = SitemapParser()
         body = got.body
         entries = []
@@ -208,6 +226,14 @@ class Seeder:
         for start in range(0, len(pages), CLAIM_CHUNK):
             await self._enqueue(pages[start : start + CLAIM_CHUNK], hosts[start : start + CLAIM_CHUNK])
         await self.s.results.put_part(crawl_id, "sitemap", uuid.uuid4().hex, rows)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _NotNow:
+    """A sitemap that could not be fetched yet (host paced or blocked, robots.txt being retried)."""
+
+    reason: str
 
 
 async def _sleep(seconds: float) -> None:
