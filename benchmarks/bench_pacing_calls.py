@@ -1,13 +1,15 @@
 """Cost of the shared per-host pacing state under contention: N workers x M concurrent fetches, ONE host.
 
     python benchmarks/bench_pacing_calls.py [--workers 8] [--coroutines 10] [--seconds 10] [--delay-ms 0]
-        [--concurrency 16] [--fetch-ms 20] [--old-rev ce43467]
+        [--concurrency 16] [--fetch-ms 20] [--old-rev ce43467] [--release-window-ms 30]
 
 Each worker is a container with its own aiobotocore client and HostPacingStore on the embedded moto server;
 each of its M coroutines loops: acquire a slot (local wait up to 2 s), "fetch" (sleep), release with a 200.
 A deferral is treated as the worker does: the message comes back at `until` (sleep). Prints fetches/s, API
 calls per fetch by operation, failed conditional writes, deferrals, and the smallest gap between starts,
-for the current store and, unless `--old-rev ''`, for the optimistic GetItem + PutItem store of that commit.
+for the current store alone, for it behind `CoalescingPacing` (one container's concurrent reserves share one
+write, returns within the release window share one), and, unless `--old-rev ''`, for the optimistic
+GetItem + PutItem store of that commit.
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from aiobotocore.session import get_session
 
 from infra.local.moto_server import start_moto_server
 from seolens_core.adapters.host_pacing import HostPacingStore
-from seolens_core.politeness import AimdSettings, Deferred, Observation, PacingContention, acquire
+from seolens_core.politeness import (
+    AimdSettings,
+    CoalescingPacing,
+    Deferred,
+    HostPacing,
+    Observation,
+    PacingContention,
+    acquire,
+)
 
 HOST = "https://bench.example:443"
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +64,9 @@ def old_store_class(rev: str) -> Any:
     return module.HostPacingStore
 
 
-async def run(endpoint: str, store_cls: Any, args: argparse.Namespace) -> dict[str, Any]:
+async def run(
+    endpoint: str, store_cls: Any, args: argparse.Namespace, coalesce: bool = False
+) -> dict[str, Any]:
     settings = AimdSettings(
         enabled=False,
         initial_delay_ms=args.delay_ms,
@@ -98,7 +110,12 @@ async def run(endpoint: str, store_cls: Any, args: argparse.Namespace) -> dict[s
         deadline = time.time() + args.seconds
         counter = itertools.count()
 
-        async def coroutine(store: Any) -> None:
+        ports: list[HostPacing] = [
+            CoalescingPacing(s, release_window_s=args.release_window_ms / 1000) if coalesce else s
+            for s in stores
+        ]
+
+        async def coroutine(store: HostPacing) -> None:
             nonlocal contention
             while time.time() < deadline:
                 lease = f"l{next(counter)}"
@@ -128,7 +145,7 @@ async def run(endpoint: str, store_cls: Any, args: argparse.Namespace) -> dict[s
                     contention += 1  # the lease stays until it expires
 
         t0 = time.time()
-        await asyncio.gather(*(coroutine(s) for s in stores for _ in range(args.coroutines)))
+        await asyncio.gather(*(coroutine(p) for p in ports for _ in range(args.coroutines)))
         elapsed = time.time() - t0
     calls: Counter[str] = sum((s.calls for s in stores), Counter())
     starts.sort()
@@ -156,6 +173,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--fetch-ms", type=int, default=20)
     parser.add_argument("--old-rev", default="ce43467", help="commit of the optimistic store; '' to skip")
+    parser.add_argument("--release-window-ms", type=float, default=30.0)
     args = parser.parse_args()
     print(
         f"{args.workers} workers x {args.coroutines} coroutines, one host: delay {args.delay_ms} ms,"
@@ -163,11 +181,14 @@ def main() -> None:
     )
     moto = start_moto_server()
     try:
-        variants: list[tuple[str, Any]] = [("new (UpdateItem arithmetic)", HostPacingStore)]
+        variants: list[tuple[str, Any, bool]] = [
+            ("store alone (UpdateItem arithmetic)", HostPacingStore, False),
+            ("coalesced (CoalescingPacing)", HostPacingStore, True),
+        ]
         if args.old_rev:
-            variants.append((f"old (GetItem+PutItem, {args.old_rev})", old_store_class(args.old_rev)))
-        for name, cls in variants:
-            r = asyncio.run(run(moto.endpoint_url, cls, args))
+            variants.append((f"old (GetItem+PutItem, {args.old_rev})", old_store_class(args.old_rev), False))
+        for name, cls, coalesce in variants:
+            r = asyncio.run(run(moto.endpoint_url, cls, args, coalesce))
             print(
                 f"{name:38s} fetches={r['fetches']:5d} {r['fetches_per_s']:7.1f}/s"
                 f"  calls/fetch={r['calls_per_fetch']:6.2f} {r['by_op']}"

@@ -38,18 +38,21 @@ from seolens_core.politeness import (
     AimdSettings,
     BlockReason,
     CorruptState,
+    DeferReason,
     Deferred,
     Granted,
     HostPoliteness,
     Observation,
     PacingContention,
     Reservation,
+    SlotRequest,
     Verdict,
     Window,
     WindowReport,
     close_window,
     react,
     reserve,
+    reserve_group,
     set_floor,
 )
 
@@ -66,6 +69,8 @@ class _Stored:
     state: HostPoliteness
     obs: tuple[Entry, ...]
     cseq: int
+    step: float
+    """The stored spacing (delay + guard of whoever wrote the controller fields)."""
 
 
 class HostPacingStore:
@@ -118,6 +123,8 @@ class HostPacingStore:
         self._locks: dict[str, asyncio.Lock] = {}
         self._busy: dict[str, bool] = {}
         """Per host: was its next start beyond `now + lead` when last seen? Picks the fast path to try."""
+        self._last: dict[str, _Stored] = {}
+        """Per host: the item as last seen (plans a group reservation before its write checks it)."""
         self.calls: Counter[str] = Counter()
         self.conflicts = 0
 
@@ -170,14 +177,110 @@ class HostPacingStore:
                 await self._purge(host, expired)
         raise PacingContention(f"{self._max_attempts} attempts to reserve on {host}")
 
+    async def reserve_many(self, host: str, requests: Sequence[SlotRequest]) -> tuple[Reservation, ...]:
+        """Slots for several callers of this container: k consecutive slots in ONE conditional UpdateItem.
+
+        The pure `reserve_group` plans the grants on the item as last seen; the write re-checks every value
+        the plan used (`step`, `concurrency`, room for k more leases, no block, next start within the
+        tightest horizon), so a stale view costs one failed write, whose answer is the item to plan on
+        again. A plan of one grant takes the single fast path; a plan of none is final on a fresh item.
+        """
+        if len(requests) == 1:
+            r = requests[0]
+            one = await self.reserve(
+                host, r.lease_id, lease_ttl_s=r.lease_ttl_s, max_local_wait_s=r.max_local_wait_s
+            )
+            return (one,)
+        for r in requests:
+            if r.lease_ttl_s <= 0 or r.max_local_wait_s < 0:
+                raise ValueError("lease_ttl_s must be > 0 and max_local_wait_s >= 0")
+        answers: dict[str, Reservation] = {}
+        todo = list(requests)
+        fresh: _Stored | None = None
+        """The item as the last call answered it (None: only the cached view)."""
+        async with self._host_lock(host):
+            for _ in range(self._max_attempts):
+                if not todo:
+                    break
+                now = self._clock()
+                lead = self._lead()
+                seen = fresh or self._last.get(host)
+                if seen is None:
+                    fresh = await self._read(host)
+                    if fresh is None:
+                        await self._create(host, HostPoliteness.initial(self._settings))
+                    continue
+                _, plan = reserve_group(
+                    seen.state,
+                    now,
+                    todo,
+                    lead_s=lead,
+                    guard_s=self._guard,
+                    busy_retry_s=self._busy_retry_s,
+                )
+                grants = sorted(
+                    ((r, g) for r, g in zip(todo, plan, strict=True) if isinstance(g, Granted)),
+                    key=lambda rg: rg[1].start_at,
+                )
+                expired = [k for k, exp in seen.state.leases.items() if exp <= now]
+                if fresh is not None and not grants:
+                    answers.update((r.lease_id, d) for r, d in zip(todo, plan, strict=True))
+                    todo = []
+                    break
+                if fresh is not None and expired:
+                    await self._purge(host, expired)
+                    live = seen.state.with_leases(seen.state.live_leases(now))
+                    self._last[host], fresh = replace(seen, state=live), None
+                    continue
+                if len(grants) >= 2 and _num(seen.step) == _num(_step(seen.state.delay_ms, self._guard)):
+                    taken = await self._take_group(host, seen, grants, now, now + lead)
+                else:
+                    first = grants[0][0] if grants else todo[0]
+                    busy = grants[0][1].start_at > now + lead if grants else self._busy.get(host, False)
+                    single = await self._take(
+                        host,
+                        first.lease_id,
+                        now,
+                        now + lead,
+                        first.lease_ttl_s,
+                        first.max_local_wait_s,
+                        busy,
+                    )
+                    taken = [single] if isinstance(single, Granted) else single
+                if isinstance(taken, list):
+                    answers.update((g.lease_id, g) for g in taken)
+                    won = {g.lease_id for g in taken}
+                    todo = [q for q in todo if q.lease_id not in won]
+                    fresh = self._last.get(host)
+                else:
+                    fresh = taken
+                    if taken is None:
+                        await self._create(host, HostPoliteness.initial(self._settings))
+                        self._busy[host] = False
+        if todo:
+            if not answers:
+                raise PacingContention(f"{self._max_attempts} attempts to reserve on {host}")
+            until = self._clock() + self._busy_retry_s
+            answers.update((r.lease_id, Deferred(until=until, reason=DeferReason.CONCURRENCY)) for r in todo)
+        return tuple(answers[r.lease_id] for r in requests)
+
     async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
         """One UpdateItem; the rare full window or distress signal adds one conditional UpdateItem."""
-        names = {"#l": lease_id}
+        return await self.release_many(host, [(lease_id, observation)])
+
+    async def release_many(
+        self, host: str, returns: Sequence[tuple[str, Observation | None]]
+    ) -> HostPoliteness:
+        """k returns in one UpdateItem (`REMOVE` k leases, `list_append` their observations); the window
+        close and distress reaction follow in one conditional UpdateItem, as for a single return."""
+        if not returns:
+            raise ValueError("nothing to release")
+        names = {f"#l{i}": lease_id for i, (lease_id, _) in enumerate(returns)}
+        observations = [o for _, o in returns if o is not None]
         values: dict[str, Any] = {}
-        expression = "REMOVE leases.#l"
-        if observation is not None:
-            entry = (observation.ttfb_ms, observation.is_error)
-            values[":o"] = {"L": [_entry_value(entry)]}
+        expression = "REMOVE " + ", ".join(f"leases.{n}" for n in names)
+        if observations:
+            values[":o"] = {"L": [_entry_value((o.ttfb_ms, o.is_error)) for o in observations]}
             expression += " SET obs = list_append(obs, :o)"
         try:
             response = await self._update(
@@ -190,12 +293,13 @@ class HostPacingStore:
             )
         except _ConditionFailed:
             return HostPoliteness.initial(self._settings)  # no such host: nothing was leased
-        stored = _parse(response["Attributes"], self._settings)
-        self._seen(host, stored.state.next_allowed_at)
-        if (observation is not None and observation.is_distress) or len(stored.obs) >= self._settings.window:
+        stored = self._remember(host, _parse(response["Attributes"], self._settings))
+        if any(o.is_distress for o in observations) or len(stored.obs) >= self._settings.window:
 
             def decide(s: _Stored, now: float) -> tuple[HostPoliteness, int] | None:
-                state = s.state if observation is None else react(s.state, observation, now, self._settings)
+                state = s.state
+                for o in observations:
+                    state = react(state, o, now, self._settings)
                 return self._close(s, state, now)
 
             stored = await self._control(host, stored, decide)
@@ -255,15 +359,84 @@ class HostPacingStore:
                 host, expression, condition=condition, names=names, values=values, returns="ALL_NEW"
             )
         except _ConditionFailed as failed:
-            return self._stored(failed.item)
+            return self._stored(failed.item, host)
         item = response["Attributes"]
+        self._remember(host, _parse(item, self._settings))
         try:
             start_at = float(item["last_start_at"]["N"])
             expires = float(item["leases"]["M"][lease_id]["N"])
-            self._seen(host, float(item["next_allowed_at"]["N"]))
         except (KeyError, ValueError) as exc:
             raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
         return Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires, slack_s=self._guard)
+
+    async def _take_group(
+        self,
+        host: str,
+        seen: _Stored,
+        grants: Sequence[tuple[SlotRequest, Granted]],
+        now: float,
+        start: float,
+    ) -> list[Granted] | _Stored | None:
+        """The plan's k grants as one conditional UpdateItem: the grants, or the item its condition failed on.
+
+        DynamoDB conditions cannot multiply, so the write is conditioned on the `step` and `concurrency`
+        the plan used and on room for k leases (`size(leases) <= c - k`). On a paced host the slots follow
+        the stored next start (`next_allowed_at + i*step`, which must be within every caller's horizon); on
+        an idle one they start at `start` (the plan's `now + lead`).
+        """
+        k = len(grants)
+        step = seen.step
+        c = seen.state.concurrency
+        names = {f"#l{i}": r.lease_id for i, (r, _) in enumerate(grants)}
+        values: dict[str, Any] = {
+            ":start": _num(start),
+            ":step": _num(step),
+            ":c": {"N": str(c)},
+            ":cmk": {"N": str(c - k)},
+        }
+        fresh_ids = " AND ".join(f"attribute_not_exists(leases.{n})" for n in names)
+        common = (
+            "step = :step AND concurrency = :c AND size(leases) <= :cmk AND blocked_until <= :start"
+            f" AND {fresh_ids}"
+        )
+        if grants[0][1].start_at > start:  # paced: slot i is the stored next start + i steps
+            sets = [f"leases.#l{i} = next_allowed_at + :o{i}" for i in range(k)]
+            values |= {f":o{i}": _num(i * step + r.lease_ttl_s) for i, (r, _) in enumerate(grants)}
+            values |= {":last": _num((k - 1) * step), ":k": _num(k * step)}
+            values[":hz"] = _num(min(now + r.max_local_wait_s - i * step for i, (r, _) in enumerate(grants)))
+            expression = (
+                "SET " + ", ".join(sets) + ", last_start_at = next_allowed_at + :last,"
+                " next_allowed_at = next_allowed_at + :k"
+            )
+            condition = f"next_allowed_at > :start AND next_allowed_at <= :hz AND {common}"
+        else:  # idle: slot i starts i steps after `start`
+            sets = [f"leases.#l{i} = :e{i}" for i in range(k)]
+            values |= {f":e{i}": _num(start + i * step + r.lease_ttl_s) for i, (r, _) in enumerate(grants)}
+            values |= {":last": _num(start + (k - 1) * step), ":next": _num(start + k * step)}
+            expression = "SET " + ", ".join(sets) + ", last_start_at = :last, next_allowed_at = :next"
+            condition = f"next_allowed_at <= :start AND {common}"
+        try:
+            response = await self._update(
+                host, expression, condition=condition, names=names, values=values, returns="ALL_NEW"
+            )
+        except _ConditionFailed as failed:
+            return self._stored(failed.item, host)
+        item = response["Attributes"]
+        self._remember(host, _parse(item, self._settings))
+        try:
+            last = float(item["last_start_at"]["N"])
+            expiries = [float(item["leases"]["M"][r.lease_id]["N"]) for r, _ in grants]
+        except (KeyError, ValueError) as exc:
+            raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
+        return [
+            Granted(
+                start_at=round(last - (k - 1 - i) * step, 6),
+                lease_id=r.lease_id,
+                lease_expires_at=expires,
+                slack_s=self._guard,
+            )
+            for i, ((r, _), expires) in enumerate(zip(grants, expiries, strict=True))
+        ]
 
     async def _purge(self, host: str, leases: Sequence[str]) -> None:
         """Drop expired leases (of crashed workers); unconditional, expired ids are never granted again."""
@@ -320,13 +493,12 @@ class HostPacingStore:
                 )
             except _ConditionFailed as failed:
                 await self._sleep(self._rng.uniform(0, self._retry_base_s * 2 ** min(attempt, 5)))
-                fresh = self._stored(failed.item)
+                fresh = self._stored(failed.item, host)
                 if fresh is None:
                     raise CorruptState(f"PACE item for {host} vanished") from None
                 stored = fresh
                 continue
-            written = _parse(response["Attributes"], self._settings)
-            self._seen(host, written.state.next_allowed_at)
+            written = self._remember(host, _parse(response["Attributes"], self._settings))
             return written
         raise PacingContention(f"{self._max_attempts} lost control races on {host}")
 
@@ -355,18 +527,26 @@ class HostPacingStore:
                 self.conflicts += 1
                 return False
             raise
+        step = round(_step(state.delay_ms, self._guard), 6)
+        self._remember(host, _Stored(state=state, obs=(), cseq=0, step=step))
         return True
 
     async def _read(self, host: str) -> _Stored | None:
         self._count("GetItem")
         response = await self._client.get_item(TableName=self._table, Key=_key(host), ConsistentRead=True)
         item = response.get("Item")
-        return self._stored(item)
+        return self._stored(item, host)
 
-    def _stored(self, item: Mapping[str, Any] | None) -> _Stored | None:
+    def _stored(self, item: Mapping[str, Any] | None, host: str) -> _Stored | None:
         if item is None or "cseq" not in item:
+            self._last.pop(host, None)
             return None  # never seen, or an item of an older format that `_create` replaces
-        return _parse(item, self._settings)
+        return self._remember(host, _parse(item, self._settings))
+
+    def _remember(self, host: str, stored: _Stored) -> _Stored:
+        self._last[host] = stored
+        self._seen(host, stored.state.next_allowed_at)
+        return stored
 
     async def _update(
         self,
@@ -512,11 +692,12 @@ def _parse(item: Mapping[str, Any], settings: AimdSettings) -> _Stored:
             last_window=last_window,
         )
         cseq = int(item["cseq"]["N"])
+        step = float(item["step"]["N"])
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptState(f"unreadable PACE item: {exc}") from exc
     if state.delay_ms < 0 or state.concurrency < 1 or state.floor_ms < 0:
         raise CorruptState("PACE item out of range")
-    return _Stored(state=state, obs=obs, cseq=cseq)
+    return _Stored(state=state, obs=obs, cseq=cseq, step=step)
 
 
 def _window(obs: Sequence[Entry], settings: AimdSettings) -> Window:

@@ -16,7 +16,9 @@ from seolens_core.crawl._ports import PacingPort, Ticket, Wait
 from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.fetch._client import FetchErrorKind
 from seolens_core.politeness import (
+    RELEASE_WINDOW_S,
     AimdSettings,
+    CoalescingPacing,
     DeferReason,
     Deferred,
     Observation,
@@ -70,14 +72,19 @@ class PacingGate:
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        release_window_s: float = RELEASE_WINDOW_S,
     ) -> None:
+        """`release_window_s`: returns of one origin within this long of the first share one write (0: off);
+        concurrent reservations of one origin always share one (see `CoalescingPacing`)."""
         self._client = client
+        self._release_window_s = release_window_s
         self._table = table
         self._clock = clock
         self._sleep = sleep
         self._stores: dict[AimdSettings, HostPacingStore] = {}
+        self._coalesced: dict[AimdSettings, CoalescingPacing] = {}
         self._floors: dict[str, int] = {}
-        self._leases: dict[str, HostPacingStore] = {}
+        self._leases: dict[str, CoalescingPacing] = {}
         self._rng = random.Random()
         self.busy_polls = 0
         """Local re-asks made while every slot of a host was leased (each one UpdateItem, plus a GetItem
@@ -103,12 +110,19 @@ class PacingGate:
                 start_guard_s=START_GUARD_S,
             )
             self._stores[aimd] = store
+            self._coalesced[aimd] = CoalescingPacing(store, release_window_s=self._release_window_s)
         return store
+
+    def coalesced(self, settings: CrawlSettings) -> CoalescingPacing:
+        """The store of these settings behind this container's coalescing of reserves and releases."""
+        self.store(settings)
+        return self._coalesced[aimd_settings(settings.politeness)]
 
     async def acquire(
         self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float
     ) -> Ticket | Wait:
         store = self.store(settings)
+        pacing = self.coalesced(settings)
         floor_ms = round((floor_s or 0.0) * 1000)
         if self._floors.get(origin) != floor_ms:
             await store.set_floor(origin, floor_ms)
@@ -118,7 +132,7 @@ class PacingGate:
 
         async def ask() -> Reservation:
             return await acquire(
-                store,
+                pacing,
                 origin,
                 lease_id,
                 lease_ttl_s=settings.fetch.total_timeout_s + LEASE_MARGIN_S,
@@ -150,7 +164,7 @@ class PacingGate:
                 self._poll_turn(origin).release()
         if isinstance(reservation, Deferred):
             return Wait(until=self._come_back_at(reservation, settings), reason=reservation.reason.value)
-        self._leases[lease_id] = store
+        self._leases[lease_id] = pacing
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )

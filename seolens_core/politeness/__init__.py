@@ -5,6 +5,7 @@ Pure functions over an immutable `HostPoliteness`; stores (in memory, DynamoDB) 
 
 from __future__ import annotations
 
+from ._coalesce import RELEASE_WINDOW_S, BatchHostPacing, CoalescingPacing
 from ._controller import (
     DEFAULT_SETTINGS,
     backoff,
@@ -20,7 +21,17 @@ from ._errors import CorruptState, PacingConflict, PacingContention, PolitenessE
 from ._memory import InMemoryHostPacing
 from ._observation import ERROR_STATUSES, RATE_LIMIT_STATUSES, Observation, parse_retry_after
 from ._port import HostPacing, acquire
-from ._reservation import DeferReason, Deferred, Granted, Reservation, release, reserve
+from ._reservation import (
+    DeferReason,
+    Deferred,
+    Granted,
+    Reservation,
+    SlotRequest,
+    release,
+    release_group,
+    reserve,
+    reserve_group,
+)
 from ._settings import AimdSettings
 from ._state import BlockReason, HostPoliteness, Verdict, Window, WindowReport
 
@@ -28,8 +39,11 @@ __all__ = [
     "DEFAULT_SETTINGS",
     "ERROR_STATUSES",
     "RATE_LIMIT_STATUSES",
+    "RELEASE_WINDOW_S",
     "AimdSettings",
+    "BatchHostPacing",
     "BlockReason",
+    "CoalescingPacing",
     "CorruptState",
     "DeferReason",
     "Deferred",
@@ -42,6 +56,7 @@ __all__ = [
     "PacingContention",
     "PolitenessError",
     "Reservation",
+    "SlotRequest",
     "Verdict",
     "Window",
     "WindowReport",
@@ -55,6 +70,8 @@ __all__ = [
     "react",
     "recover",
     "release",
+    "release_group",
     "reserve",
+    "reserve_group",
     "set_floor",
 ]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ._controller import DEFAULT_SETTINGS, set_floor
 from ._observation import Observation
-from ._reservation import Reservation, release, reserve
+from ._reservation import Reservation, SlotRequest, release, release_group, reserve, reserve_group
 from ._settings import AimdSettings
 from ._state import HostPoliteness
 
@@ -27,6 +27,9 @@ class InMemoryHostPacing:
         self._busy_retry_s = busy_retry_s
         self._guard_s = guard_s
         self._states: dict[str, HostPoliteness] = {}
+        self.group_sizes: list[int] = []
+        """Requests per `reserve_many` call (to see coalescing at work)."""
+        self.release_sizes: list[int] = []
 
     def _load(self, host: str) -> HostPoliteness:
         return self._states.get(host) or HostPoliteness.initial(self._settings)
@@ -49,6 +52,26 @@ class InMemoryHostPacing:
     async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
         state = release(self._load(host), lease_id, observation, self._clock(), self._settings)
         self._states[host] = state
+        return state
+
+    async def reserve_many(self, host: str, requests: Sequence[SlotRequest]) -> tuple[Reservation, ...]:
+        state, answers = reserve_group(
+            self._load(host),
+            self._clock(),
+            requests,
+            busy_retry_s=self._busy_retry_s,
+            guard_s=self._guard_s,
+        )
+        self._states[host] = state
+        self.group_sizes.append(len(requests))
+        return answers
+
+    async def release_many(
+        self, host: str, returns: Sequence[tuple[str, Observation | None]]
+    ) -> HostPoliteness:
+        state = release_group(self._load(host), returns, self._clock(), self._settings)
+        self._states[host] = state
+        self.release_sizes.append(len(returns))
         return state
 
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:

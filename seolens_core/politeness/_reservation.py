@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -112,3 +113,61 @@ def release(
     if observation is None:
         return state
     return observe(state, observation, now, settings)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRequest:
+    """One caller of a coalesced reservation: its lease, the lease's lifetime, and how long it may wait."""
+
+    lease_id: str
+    lease_ttl_s: float
+    max_local_wait_s: float
+
+
+def reserve_group(
+    state: HostPoliteness,
+    now: float,
+    requests: Sequence[SlotRequest],
+    *,
+    lead_s: float = 0.0,
+    guard_s: float = 0.0,
+    busy_retry_s: float = 1.0,
+) -> tuple[HostPoliteness, tuple[Reservation, ...]]:
+    """Reserve for several callers at once: k consecutive slots, one per granted caller (answers in
+    request order).
+
+    Exactly what `reserve` called once per request on the evolving state would give, taken in the order
+    of the callers' local-wait horizons (shortest first: the earliest slot goes to the caller that can
+    wait least, so a group never defers a caller a later one could have spared). Hence the group's
+    grants start at the host's next start and follow each other by one step (delay + guard); they never
+    exceed the free slots (the rest is deferred for CONCURRENCY) nor any caller's horizon (PACING).
+    """
+    if len({r.lease_id for r in requests}) != len(requests):
+        raise ValueError("lease ids of a group must be distinct")
+    answers: dict[int, Reservation] = {}
+    order = sorted(range(len(requests)), key=lambda i: requests[i].max_local_wait_s)
+    for i in order:
+        r = requests[i]
+        state, answers[i] = reserve(
+            state,
+            now,
+            r.lease_id,
+            r.lease_ttl_s,
+            r.max_local_wait_s,
+            lead_s=lead_s,
+            guard_s=guard_s,
+            busy_retry_s=busy_retry_s,
+        )
+    return state, tuple(answers[i] for i in range(len(requests)))
+
+
+def release_group(
+    state: HostPoliteness,
+    returns: Sequence[tuple[str, Observation | None]],
+    now: float,
+    settings: AimdSettings = DEFAULT_SETTINGS,
+) -> HostPoliteness:
+    """Give several slots back at once, folding the observations in the order they came."""
+    for lease_id, observation in returns:
+        state = release(state, lease_id, observation, now, settings)
+    return state

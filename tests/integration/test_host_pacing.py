@@ -20,7 +20,9 @@ from infra.local.moto_server import EmbeddedMoto
 from seolens_core.adapters.host_pacing import HostPacingStore
 from seolens_core.politeness import (
     AimdSettings,
+    BatchHostPacing,
     BlockReason,
+    CoalescingPacing,
     DeferReason,
     Deferred,
     Granted,
@@ -28,6 +30,7 @@ from seolens_core.politeness import (
     InMemoryHostPacing,
     Observation,
     PacingContention,
+    SlotRequest,
     acquire,
 )
 
@@ -155,6 +158,40 @@ def test_contract_retry_after_blocks_and_floor_applies(run_with_store: Callable[
         assert isinstance(r, Granted) and r.start_at == T0 + 5
 
     run_with_store(scenario, AimdSettings(initial_delay_ms=100, initial_concurrency=4))
+
+
+def test_contract_group_reserve_and_release(run_with_store: Callable[..., None]) -> None:
+    """k slots for k callers in one call: consecutive, within the concurrency and each caller's horizon."""
+
+    async def scenario(store: HostPacing, clock: FakeClock) -> None:
+        assert isinstance(store, BatchHostPacing)
+        answers = await store.reserve_many(HOST, [SlotRequest(f"l{i}", 30, 1.0) for i in range(4)])
+        granted = [a for a in answers if isinstance(a, Granted)]
+        assert [g.start_at for g in granted] == pytest.approx([T0, T0 + 0.2, T0 + 0.4], abs=1e-4)
+        assert isinstance(answers[3], Deferred) and answers[3].reason is DeferReason.CONCURRENCY
+        clock.now += 0.5
+        state = await store.release_many(HOST, [("l0", Observation(status=200, ttfb_ms=40)), ("l1", None)])
+        assert set(state.leases) == {"l2"} and state.window.n == 1
+        # Two free slots, next start T0 + 0.6; a 0.35 s horizon reaches T0 + 0.8.
+        answers = await store.reserve_many(HOST, [SlotRequest(f"m{i}", 30, 0.35) for i in range(3)])
+        assert [a.start_at for a in answers if isinstance(a, Granted)] == pytest.approx(
+            [T0 + 0.6, T0 + 0.8], abs=1e-4
+        )
+        assert isinstance(answers[2], Deferred) and answers[2].reason is DeferReason.CONCURRENCY
+        clock.now += 0.5
+        state = await store.release_many(
+            HOST, [("m0", Observation(status=429, retry_after="3")), ("m1", Observation(status=200))]
+        )
+        assert state.blocked_until == clock.now + 3 and set(state.leases) == {"l2"}
+        answers = await store.reserve_many(HOST, [SlotRequest(f"n{i}", 30, 10) for i in range(2)])
+        assert answers == tuple(Deferred(until=clock.now + 3, reason=DeferReason.BLOCKED) for _ in range(2))
+        clock.now += 31  # l2 (never returned) has expired: its slot is free again
+        answers = await store.reserve_many(HOST, [SlotRequest(f"p{i}", 30, 1.0) for i in range(4)])
+        assert [type(a) for a in answers] == [Granted, Granted, Granted, Deferred]
+        stored = await store.get(HOST)
+        assert stored is not None and set(stored.leases) == {"p0", "p1", "p2"}
+
+    run_with_store(scenario, AimdSettings(initial_delay_ms=200, initial_concurrency=3))
 
 
 # --- adapter specifics ---------------------------------------------------------------------------
@@ -292,6 +329,37 @@ def test_reserve_release_and_deferral_cost_one_update_each(moto_server: Embedded
             seen.clear()
             await store.release(HOST, "a", Observation(status=200, ttfb_ms=20))
             assert seen == ["UpdateItem"]
+
+    asyncio.run(main())
+
+
+def test_group_reserve_and_release_cost_one_update_each(moto_server: EmbeddedMoto) -> None:
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            seen: list[str] = []
+            settings = AimdSettings(initial_delay_ms=100, initial_concurrency=6)
+            store = HostPacingStore(
+                client, table, settings=settings, on_call=seen.append, grant_lead_s=0.0, lead_per_rtt=0.0
+            )
+            rival = HostPacingStore(client, table, settings=settings, grant_lead_s=0.0, lead_per_rtt=0.0)
+            await store.set_floor(HOST, 0)
+            seen.clear()
+            answers = await store.reserve_many(HOST, [SlotRequest(f"a{i}", 30, 5) for i in range(5)])
+            assert all(isinstance(a, Granted) for a in answers) and seen == ["UpdateItem"]
+            seen.clear()
+            await store.release_many(HOST, [(f"a{i}", Observation(status=200, ttfb_ms=9)) for i in range(5)])
+            assert seen == ["UpdateItem"]
+            # Another container took slots meanwhile: our view is stale, the write's condition catches it,
+            # and its answer (the item) plans the second, right one.
+            assert isinstance(await rival.reserve(HOST, "r0", lease_ttl_s=30, max_local_wait_s=5), Granted)
+            assert isinstance(await rival.reserve(HOST, "r1", lease_ttl_s=30, max_local_wait_s=5), Granted)
+            seen.clear()
+            answers = await store.reserve_many(HOST, [SlotRequest(f"b{i}", 30, 5) for i in range(5)])
+            assert seen == ["UpdateItem", "UpdateItem"]
+            assert [type(a) for a in answers].count(Granted) == 4  # 6 - the rival's 2
+            raw = await client.get_item(TableName=table, Key={"host": {"S": HOST}, "kind": {"S": "PACE"}})
+            assert len(raw["Item"]["leases"]["M"]) == 6
 
     asyncio.run(main())
 
@@ -467,3 +535,120 @@ def test_a_slot_granted_before_another_containers_429_is_voided_by_the_recheck(
             assert state is not None and state.leases == {}  # A's unused slot went back
 
     asyncio.run(main())
+
+
+async def coalesced_race(
+    moto: EmbeddedMoto,
+    *,
+    containers: int,
+    coroutines: int,
+    seconds: float,
+    delay_ms: int,
+    concurrency: int,
+    fetch_s: float,
+    coalesce: bool = True,
+) -> tuple[list[Interval], float, list[CoalescingPacing], list[float]]:
+    """`containers` stores (one client each), each shared by `coroutines` fetch loops (how a Lambda
+    container runs an SQS batch of one host), behind a CoalescingPacing unless `coalesce` is False.
+    Returns the fetch intervals, the UpdateItem calls per fetch, the coalescing gates and the granted
+    slot starts (the store's own schedule, checked on its own: wake-ups jitter within the start guard)."""
+    settings = AimdSettings(
+        enabled=False, initial_delay_ms=delay_ms, initial_concurrency=concurrency, max_concurrency=concurrency
+    )
+    intervals: list[Interval] = []
+    slots: list[float] = []
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(dynamodb(moto)) for _ in range(containers)]
+        table = await create_hosts_table(clients[0])
+        stores = [
+            HostPacingStore(c, table, settings=settings, rng=random.Random(i), busy_retry_s=0.25)
+            for i, c in enumerate(clients)
+        ]
+        await stores[0].set_floor(HOST, 0)
+        gates = [CoalescingPacing(s, release_window_s=0.03) for s in stores]
+        ports: list[HostPacing] = list(gates) if coalesce else list(stores)
+        deadline = time.time() + seconds
+        leases = itertools.count()
+
+        async def worker(port: HostPacing) -> None:
+            while time.time() < deadline:
+                lease = f"l{next(leases)}"
+                try:
+                    r = await acquire(
+                        port,
+                        HOST,
+                        lease,
+                        lease_ttl_s=5,
+                        max_local_wait_s=0.5,
+                        clock=time.time,
+                        sleep=asyncio.sleep,
+                    )
+                except PacingContention:  # as the worker does: come back shortly
+                    await asyncio.sleep(0.2)
+                    continue
+                if isinstance(r, Deferred):
+                    await asyncio.sleep(min(max(r.until - time.time(), 0.005), 0.5))
+                    continue
+                slots.append(r.start_at)
+                start = time.time()
+                await asyncio.sleep(fetch_s)
+                intervals.append((start, time.time(), lease))
+                await port.release(HOST, lease, Observation(status=200, ttfb_ms=fetch_s * 1000))
+
+        await asyncio.gather(*(worker(p) for p in ports for _ in range(coroutines)))
+    by_op = sum((s.calls for s in stores), Counter[str]())
+    updates = by_op["UpdateItem"] / max(len(intervals), 1)
+    grouping = ""
+    if coalesce:
+        reserve = sum(g.reserved for g in gates) / max(sum(g.reserve_writes for g in gates), 1)
+        release = sum(g.released for g in gates) / max(sum(g.release_writes for g in gates), 1)
+        grouping = f" reserve callers/write={reserve:.2f} release callers/write={release:.2f}"
+    print(f"coalesce={coalesce} fetches={len(intervals)} {dict(by_op)} updates/fetch={updates:.2f}{grouping}")
+    return intervals, updates, gates, sorted(slots)
+
+
+def test_coalesced_containers_never_break_delay_or_concurrency(moto_server: EmbeddedMoto) -> None:
+    """Four containers of six coroutines on one host whose concurrency binds (a fetch spans 3.5 delays)."""
+    intervals, _, gates, slots = asyncio.run(
+        coalesced_race(
+            moto_server, containers=4, coroutines=6, seconds=3.0, delay_ms=100, concurrency=3, fetch_s=0.35
+        )
+    )
+    assert_spacing(intervals, 0.100)
+    assert min(b - a for a, b in itertools.pairwise(slots)) >= 0.110 - 1e-6  # delay + start guard
+    assert max_in_flight(intervals) == 3  # reached, never exceeded
+    assert len(intervals) >= 8, len(intervals)
+    assert sum(g.reserved for g in gates) > sum(g.reserve_writes for g in gates)  # groups did form
+
+
+@pytest.mark.parametrize(
+    ("delay_ms", "concurrency", "fetch_s"),
+    [(0, 8, 0.05), (60, 8, 0.02)],
+    ids=["concurrency-bound", "delay-bound"],
+)
+def test_coalescing_cuts_updates_per_fetch_and_keeps_the_limits(
+    moto_server: EmbeddedMoto, delay_ms: int, concurrency: int, fetch_s: float
+) -> None:
+    """Four containers of ten coroutines on one host, with and without coalescing."""
+    runs = {
+        coalesce: asyncio.run(
+            coalesced_race(
+                moto_server,
+                containers=4,
+                coroutines=10,
+                seconds=2.0,
+                delay_ms=delay_ms,
+                concurrency=concurrency,
+                fetch_s=fetch_s,
+                coalesce=coalesce,
+            )
+        )
+        for coalesce in (False, True)
+    }
+    intervals, coalesced, _, slots = runs[True]
+    assert_spacing(intervals, delay_ms / 1000)
+    assert min(b - a for a, b in itertools.pairwise(slots)) >= delay_ms / 1000 + 0.01 - 1e-6
+    assert max_in_flight(intervals) <= concurrency
+    assert len(intervals) >= 10, len(intervals)
+    if delay_ms:  # each fetch's own slot, asked by ten coroutines at once: the groups pay off most
+        assert coalesced < runs[False][1], (coalesced, runs[False][1])
