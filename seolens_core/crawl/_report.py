@@ -7,8 +7,17 @@ a sitemap URL with none from crawled HTML pages is an orphan.
 Memory: the link rows are never held. links.jsonl is copied part by part into a multipart upload while the
 same stream feeds the link rules (`SiteAudit.link`); depths are read one shard at a time. Every output is
 written through `ResultsStore.open_file` in bounded pieces, and report.html gets at most `HTML_MAX_ROWS`
-pages and findings plus aggregated charts. Still O(pages): the deduplicated page rows, the findings and the
-comparison with the previous crawl (see docs/PERFORMANCE.md, "Report step").
+pages and findings plus aggregated charts. Still O(pages) (~4 KB per page, docs/PERFORMANCE.md "Report step
+memory"): the deduplicated page rows, their site-rule summaries, the findings and the comparison with the
+previous crawl.
+
+Next step (not built): spool page, pending, dead-letter and sitemap rows to S3 by `shard_of(url)` with the
+inlink shards (sized to ~4,000 pages each, so a shard's counts and depth files line up); dedupe by outcome
+rank (first seen wins a tie, pending only when absent, dead letters override) and annotate one shard at a
+time; write each shard sorted by (depth, url); then a k-way merge of the shard files (ranged GETs, bounded
+buffers) feeds SiteAudit and the page findings in global order, and a second merge writes pages.jsonl with the
+site findings' alerts joined per shard. ALERT_NOT_IN_SITEMAP keeps the first-seen order of its URLs (the
+pages dict's insertion order today).
 """
 
 from __future__ import annotations
