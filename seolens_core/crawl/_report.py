@@ -46,6 +46,7 @@ from seolens_core.crawl._inlinks import (
 )
 from seolens_core.crawl._pacing import PacingGate
 from seolens_core.frontier import FrontierMessage
+from seolens_core.report_html import ttfb_histogram
 from seolens_core.urls import NormalizedURL, normalize
 
 _OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
@@ -400,8 +401,6 @@ def _top_findings(findings: list[dict[str, Any]], limit: int) -> list[dict[str, 
 
 def _html_aggregates(rows: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals and chart data over every row, for a report.html that embeds only some of them."""
-    from seolens_core.report_html import ttfb_histogram
-
     ttfb = (
         r["ttfb_ms"]
         for r in rows
