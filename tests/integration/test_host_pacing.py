@@ -474,6 +474,7 @@ def test_eight_workers_never_break_delay_or_concurrency(moto_server: EmbeddedMot
     calls_per_fetch(intervals, stores)
 
 
+@pytest.mark.heavy  # a cost figure under timing: late wake-ups on a loaded machine add give-backs (bench_pacing_calls)
 def test_paced_host_costs_about_two_calls_per_fetch(moto_server: EmbeddedMoto) -> None:
     """Eight workers racing for one host whose delay binds: no read, no conflict loop, one update each way."""
     intervals, stores = asyncio.run(
