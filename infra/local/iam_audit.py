@@ -114,7 +114,11 @@ class IamAudit:
         elif service == "s3":
             bucket = self._logical(params.get("Bucket", ""))
             key = params.get("Key")
-            yield Access(function, action, bucket, key if isinstance(key, str) else "")
+            if operation == "DeleteObjects":  # authorised per object
+                for obj in params.get("Delete", {}).get("Objects", []):
+                    yield Access(function, action, bucket, str(obj.get("Key", "")))
+            else:
+                yield Access(function, action, bucket, key if isinstance(key, str) else "")
             if operation == "UploadPartCopy":
                 source = params.get("CopySource")
                 src_bucket, _, src_key = (

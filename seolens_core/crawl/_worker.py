@@ -310,10 +310,14 @@ class BatchRun:
         return outcome
 
     async def _defer(self, msg: FrontierMessage, until: float, c: Contribution) -> None:
-        """Send the URL back with a delay now (not at the batch flush), so it returns on time; the URL stays
-        pending. A re-send, unlike a failed record, never counts towards the dead-letter queue."""
+        """Send the URL back to arrive at `until`; the URL stays pending. A re-send, unlike a failed record,
+        never counts towards the dead-letter queue.
+
+        Re-sends go out with the batch's flush (`until` is absolute: a later send only shortens the delay),
+        batched with the new links' messages; sending each at once cost a call per deferral and put a
+        mid-batch write, where a crash loses the fetches the batch made so far, before the batch's journal."""
         await self._w.s.urls.release_fetch(msg)
-        await self._w.s.queue.send([Outgoing(msg, until)])
+        c.outgoing.append(Outgoing(msg, until))
         c.count("n_deferred")
 
     async def _process(self, msg: FrontierMessage, c: Contribution) -> str:
@@ -360,7 +364,7 @@ class BatchRun:
             and msg.holds < MAX_BFS_HOLDS
         ):
             # Breadth-first on an unordered queue: shallower URLs are still waiting, so this one comes back later.
-            await s.queue.send([Outgoing(replace(msg, holds=msg.holds + 1), s.clock() + BFS_HOLD_S)])
+            c.outgoing.append(Outgoing(replace(msg, holds=msg.holds + 1), s.clock() + BFS_HOLD_S))
             c.count("n_bfs_held")
             return "bfs_hold"
         # Exclusive claim before any request: a second delivery of this URL (SQS is at-least-once, a parent
@@ -372,7 +376,7 @@ class BatchRun:
             if claim.held_until is None:
                 c.count("n_duplicates")
                 return "duplicate"
-            await s.queue.send([Outgoing(msg, claim.held_until + 1.0)])
+            c.outgoing.append(Outgoing(msg, claim.held_until + 1.0))
             c.count("n_deferred")
             return "leased_elsewhere"
         now = s.clock()
@@ -423,7 +427,7 @@ class BatchRun:
         if row is None:
             backoff = min(300.0, 5 * 3**msg.tries * (1 + s.rng.random()))
             await s.urls.release_fetch(msg)
-            await s.queue.send([Outgoing(replace(msg, tries=msg.tries + 1), s.clock() + backoff)])
+            c.outgoing.append(Outgoing(replace(msg, tries=msg.tries + 1), s.clock() + backoff))
             c.count("n_retried")
             return "retry"
         if result.location is not None and plan is None:
