@@ -128,19 +128,17 @@ def test_rate_halves_within_a_window_of_503s_then_recovers(local_cloud: LocalClo
 
 
 @pytest.mark.heavy
-@pytest.mark.xfail(
-    reason="measured: peak in flight 4 early -> 5 late (healthy windows raised c during the fast phase, "
-    "the degrade did not land within the last 12 requests); under investigation",
-    strict=False,
-)
 def test_concurrency_and_rate_fall_when_latency_climbs(local_cloud: LocalCloud, tmp_path: Path) -> None:
-    site = functools.partial(slow_site, start=0.02, end=0.6, over=6.0, pages=50, name=SITE)
+    # Latency climbs from 20 ms to 600 ms over the first 6 s of page requests, then stays: the first windows
+    # (10 requests each) are fast, the later ones judged slow against the learned baseline.
+    site = functools.partial(slow_site, start=0.02, end=0.6, over=6.0, pages=45, name=SITE)
     with ProcessFixtureServer([site]) as server:
         _, records = crawl(
             local_cloud, server, tmp_path, window=10, initial_delay_ms=0, initial_concurrency=4
         )
     pages = sorted((r for r in records if r.path.startswith("/p/")), key=lambda r: r.start)
     early, late = pages[:12], pages[-12:]
+    print("peak early/late", peak(early), peak(late), "rate early/late", rate(early), rate(late))
     assert peak(late) < peak(early), (peak(early), peak(late))
     assert rate(late) < rate(early), (rate(early), rate(late))
 
