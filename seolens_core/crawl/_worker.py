@@ -85,9 +85,15 @@ class PageWorker:
         self._crawls: dict[str, _CrawlContext] = {}
         self._frontier_paused: tuple[float, bool] = (0.0, False)
         self._loading: dict[str, asyncio.Task[_CrawlContext]] = {}
+        self._closed_windows: list[tuple[str, WindowReport]] = []
         self.window_verdicts: Counter[str] = (
             Counter()
         )  # closed AIMD windows seen here, by verdict (for metrics)
+
+    def take_closed_windows(self) -> list[tuple[str, WindowReport]]:
+        """The AIMD windows (origin, report) this container closed or saw since the last call."""
+        taken, self._closed_windows = self._closed_windows, []
+        return taken
 
     async def crawl_context(self, crawl_id: str) -> _CrawlContext:
         now = self.s.clock()
@@ -176,6 +182,7 @@ class PageWorker:
             writes.append(self.s.results.put_part(crawl_id, "links", part, _strip_internal(rows)))
         timeline = self.s.pacing.drain_timeline()
         self.window_verdicts.update(w.verdict.value for windows in timeline.values() for w in windows)
+        self._closed_windows.extend((origin, w) for origin, windows in timeline.items() for w in windows)
         for crawl_id, rows in _timeline_rows(timeline, finished).items():
             writes.append(self.s.results.put_part(crawl_id, "pacing", part, rows))
         if outgoing:

@@ -1,0 +1,41 @@
+"""Each closed AIMD window of a host becomes one EMF record: metrics by service, the host as a property."""
+
+from __future__ import annotations
+
+from functions._observability import host_window_emf
+from seolens_core.politeness import Verdict, WindowReport
+
+
+def test_a_window_is_an_emf_record_with_the_host_as_a_property() -> None:
+    window = WindowReport(
+        closed_at=1700000000.5,
+        n=50,
+        errors=5,
+        p95_ms=612.34,
+        verdict=Verdict.DEGRADE,
+        delay_ms=500,
+        concurrency=2,
+    )
+    emf = host_window_emf("https://shop.example:443", window)
+    [directive] = emf["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "SEOLens"
+    assert directive["Dimensions"] == [["service"]]  # never a dimension per host
+    names = {m["Name"]: m["Unit"] for m in directive["Metrics"]}
+    assert names == {
+        "host_delay_ms": "Milliseconds",
+        "host_concurrency": "Count",
+        "host_error_rate": "Percent",
+        "host_p95_ms": "Milliseconds",
+    }
+    assert emf["host_delay_ms"] == [500.0] and emf["host_concurrency"] == [2.0]
+    assert emf["host_error_rate"] == [10.0] and emf["host_p95_ms"] == [612.3]
+    assert emf["host"] == "https://shop.example:443" and emf["verdict"] == "degrade"
+
+
+def test_a_window_without_latency_samples_has_no_p95_metric() -> None:
+    window = WindowReport(
+        closed_at=1.0, n=50, errors=50, p95_ms=None, verdict=Verdict.DEGRADE, delay_ms=1000, concurrency=1
+    )
+    emf = host_window_emf("http://down.example:80", window)
+    names = {m["Name"] for m in emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert "host_p95_ms" not in names and emf["host_error_rate"] == [100.0]
