@@ -123,7 +123,7 @@ class ResultsStore:
                 resp = await self._client.get_object(Bucket=self._bucket, Key=key)
                 async with resp["Body"] as stream:
                     data = await stream.read()
-                for line in data.decode("utf-8").splitlines():
+                for line in data.decode("utf-8").split("\n"):  # not splitlines(): U+2028 may be in a row
                     if line:
                         yield json.loads(line)
             after = keys[-1]
@@ -140,11 +140,42 @@ class ResultsStore:
         key = f"crawls/{crawl_id}/report/{name}"
         return StreamingUpload(self._client, self._bucket, key, content_type, part_size)
 
+    def open_object(self, key: str, content_type: str, part_size: int = PART_SIZE) -> StreamingUpload:
+        """Any object written in bounded pieces (the report step's work files)."""
+        return StreamingUpload(self._client, self._bucket, key, content_type, part_size)
+
     async def get_file(self, key: str) -> bytes:
         resp = await self._client.get_object(Bucket=self._bucket, Key=key)
         async with resp["Body"] as stream:
             data: bytes = await stream.read()
         return data
+
+    async def get_range(self, key: str, start: int, length: int) -> bytes:
+        """Bytes `start` .. `start + length - 1` of an object (fewer at its end; `start` must be inside it)."""
+        resp = await self._client.get_object(
+            Bucket=self._bucket, Key=key, Range=f"bytes={start}-{start + length - 1}"
+        )
+        async with resp["Body"] as stream:
+            data: bytes = await stream.read()
+        return data
+
+    async def size(self, key: str) -> int:
+        """The object's size in bytes."""
+        resp = await self._client.head_object(Bucket=self._bucket, Key=key)
+        return int(resp["ContentLength"])
+
+    async def delete_keys(self, keys: Iterable[str]) -> None:
+        """Delete objects, 1,000 per request (missing keys are not an error)."""
+        batch: list[dict[str, str]] = []
+        for key in keys:
+            batch.append({"Key": key})
+            if len(batch) == 1000:
+                await self._client.delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": batch, "Quiet": True}
+                )
+                batch = []
+        if batch:
+            await self._client.delete_objects(Bucket=self._bucket, Delete={"Objects": batch, "Quiet": True})
 
     async def list_keys(
         self, prefix: str, start_after: str | None = None, limit: int | None = None

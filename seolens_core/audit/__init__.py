@@ -16,11 +16,21 @@ from seolens_core.audit._catalogue import (
 )
 from seolens_core.audit._page import FetchFacts, audit_page
 from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
-from seolens_core.audit._site import LinkRow, PageRow, SiteAudit, site_findings
+from seolens_core.audit._site import (
+    DUPLICATE_KINDS,
+    LinkRow,
+    PageRow,
+    SiteAudit,
+    duplicate_findings,
+    duplicate_groups,
+    duplicate_values,
+    site_findings,
+)
 from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, WafSignature, detect_waf
 
 __all__ = [
     "CATALOGUE",
+    "DUPLICATE_KINDS",
     "WAF_BLOCK_STATUSES",
     "WAF_SIGNATURES",
     "AuditSettings",
@@ -41,6 +51,9 @@ __all__ = [
     "WafSignature",
     "audit_page",
     "detect_waf",
+    "duplicate_findings",
+    "duplicate_groups",
+    "duplicate_values",
     "make_finding",
     "site_findings",
 ]

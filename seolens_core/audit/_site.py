@@ -8,13 +8,16 @@ as pages and links are partitioned by that key, and the outputs concatenated.
 
 from __future__ import annotations
 
+import bisect
+from array import array
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
 from seolens_core.audit._settings import AuditSettings
+from seolens_core.urls import url_key
 
 F = FindingCode
 _DEFAULT_SETTINGS = AuditSettings()
@@ -112,17 +115,52 @@ class _Target:
     hreflang_hrefs: frozenset[str]
 
 
+_PLAIN = _Target(200, None, None, None, False, frozenset())
+
+
 def _status_text(target: _Target) -> str:
     return f"fetch error: {target.error}" if target.error is not None else f"status {target.status}"
+
+
+# The duplicate rules: (kind, finding code, what the pages share), in the order their findings are emitted.
+DUPLICATE_KINDS: tuple[tuple[str, str, str], ...] = (
+    ("title", F.TITLE_DUPLICATE, "title"),
+    ("meta_desc", F.META_DESC_DUPLICATE, "meta description"),
+    ("content_hash", F.DUPLICATE_CONTENT, "visible text"),
+)
+
+
+def duplicate_values(row: PageRow) -> Iterator[tuple[str, str]]:
+    """The (kind, value) pairs by which `row` takes part in the duplicate rules (indexable internal HTML)."""
+    if row.internal and row.is_html and row.indexable:
+        if row.title:
+            yield "title", row.title
+        if row.meta_desc:
+            yield "meta_desc", row.meta_desc
+        if row.content_hash:
+            yield "content_hash", row.content_hash
+
+
+def duplicate_groups(groups: Iterable[Sequence[str]]) -> list[list[str]]:
+    """The groups of more than one distinct URL, each sorted, in the order their findings are emitted
+    (a partition of the values gives sorted runs that merge into the same order)."""
+    return sorted(sorted(set(urls)) for urls in groups if len(set(urls)) > 1)
+
+
+def duplicate_findings(
+    groups: Iterable[Sequence[str]], code: str, what: str, catalogue: Catalogue = CATALOGUE
+) -> Iterator[Finding]:
+    """The findings of duplicate groups already in `duplicate_groups` form and order."""
+    for urls in groups:
+        for url in urls:
+            other = urls[1] if url == urls[0] else urls[0]
+            yield make_finding(code, url, f"{len(urls)} pages share this {what}", other, catalogue=catalogue)
 
 
 def _duplicates(
     groups: Mapping[str, list[str]], code: str, what: str, catalogue: Catalogue
 ) -> Iterator[Finding]:
-    for urls in sorted(sorted(set(urls)) for urls in groups.values() if len(set(urls)) > 1):
-        for url in urls:
-            other = urls[1] if url == urls[0] else urls[0]
-            yield make_finding(code, url, f"{len(urls)} pages share this {what}", other, catalogue=catalogue)
+    yield from duplicate_findings(duplicate_groups(groups.values()), code, what, catalogue)
 
 
 def _redirect_paths(redirects: Mapping[str, str], catalogue: Catalogue) -> Iterator[Finding]:
@@ -200,7 +238,12 @@ class SiteAudit:
 
     Build it from the pages (read once), emit `page_findings()`, call `link()` for every link row (it returns
     the link's finding, if any; a (source, target, code) is reported once), then `orphans(inlinks)`.
-    Held: one compact summary per page URL, the duplicate groups and the reported link findings; never links.
+    Pages can also be pushed one at a time (`add_page`, in the order their findings should come out).
+    Held: a summary of each page that can make a finding as a target (not 2xx, an error, a WAF challenge, a
+    canonical elsewhere, hreflang alternates), 8 bytes (the 64-bit `url_key`) of every other page, the
+    redirects, canonicalised and hreflang pages, the duplicate groups (unless `duplicates=False`: the caller
+    runs `duplicate_values`/`duplicate_groups`/`duplicate_findings` on partitions) and the reported link
+    findings; never links.
     """
 
     def __init__(
@@ -209,10 +252,16 @@ class SiteAudit:
         *,
         sitemap_urls: Collection[str] = (),
         count_links: bool = True,
+        duplicates: bool = True,
+        orphans: bool = True,
         catalogue: Catalogue = CATALOGUE,
     ) -> None:
         self._catalogue = catalogue
+        self._duplicates = duplicates
+        self._keep_sitemap = orphans  # False: `orphans()` is decided elsewhere, sitemap URLs are not kept
         self._targets: dict[str, _Target] = {}
+        self._plain: array[int] = array("Q")  # url keys of 2xx pages that need no summary as a target
+        self._plain_sorted = True
         self._redirects: dict[str, str] = {}
         self._titles: defaultdict[str, list[str]] = defaultdict(list)
         self._descriptions: defaultdict[str, list[str]] = defaultdict(list)
@@ -225,22 +274,28 @@ class SiteAudit:
         self._counted: defaultdict[str, int] = defaultdict(int)
         self._reported: set[tuple[str, str, str]] = set()
         for row in pages:
-            self._add_page(row)
+            self.add_page(row)
 
-    def _add_page(self, row: PageRow) -> None:
-        self._targets[row.url] = _Target(
-            row.status,
-            row.error,
-            row.redirect_to,
-            row.canonical,
-            row.waf_provider is not None,
-            frozenset(href for _, href in row.hreflang),
-        )
+    def add_page(self, row: PageRow) -> None:
+        """One page; a URL is added once (the caller deduplicates)."""
+        plain = row.ok and row.waf_provider is None and row.canonical in (None, row.url) and not row.hreflang
+        if plain:  # as a target: no link or canonical finding, hreflang only needs to know it is 2xx
+            self._plain.append(url_key(row.url))
+            self._plain_sorted = False
+        else:
+            self._targets[row.url] = _Target(
+                row.status,
+                row.error,
+                row.redirect_to,
+                row.canonical,
+                row.waf_provider is not None,
+                frozenset(href for _, href in row.hreflang),
+            )
         if row.redirects and row.redirect_to:
             self._redirects[row.url] = row.redirect_to
-        if row.is_sitemap_url:
+        if row.is_sitemap_url and self._keep_sitemap:
             self._sitemap.add(row.url)
-        if row.url in self._sitemap:
+        if row.is_sitemap_url or row.url in self._sitemap:
             reason = _sitemap_reason(row)
             if reason is not None:
                 self._sitemap_rows.append(
@@ -251,25 +306,34 @@ class SiteAudit:
             self._canonicalised.append((row.url, row.canonical))
         if usable and row.hreflang:
             self._with_hreflang.append((row.url, row.hreflang))
-        if row.internal and row.is_html and row.indexable:
-            if row.title:
-                self._titles[row.title].append(row.url)
-            if row.meta_desc:
-                self._descriptions[row.meta_desc].append(row.url)
-            if row.content_hash:
-                self._hashes[row.content_hash].append(row.url)
+        if self._duplicates:
+            groups = {"title": self._titles, "meta_desc": self._descriptions, "content_hash": self._hashes}
+            for kind, value in duplicate_values(row):
+                groups[kind][value].append(row.url)
+
+    def _target(self, url: str) -> _Target | None:
+        """The summary of `url` as a target; a plain 2xx page gets `_PLAIN` (None: not a crawled page)."""
+        target = self._targets.get(url)
+        if target is not None:
+            return target
+        if not self._plain_sorted:
+            self._plain = array("Q", sorted(self._plain))
+            self._plain_sorted = True
+        key = url_key(url)
+        i = bisect.bisect_left(self._plain, key)
+        return _PLAIN if i < len(self._plain) and self._plain[i] == key else None
 
     def page_findings(self) -> Iterator[Finding]:
         """Duplicates, redirect chains and loops, sitemap URLs not indexable, canonicals, hreflang."""
         catalogue = self._catalogue
-        yield from _duplicates(self._titles, F.TITLE_DUPLICATE, "title", catalogue)
-        yield from _duplicates(self._descriptions, F.META_DESC_DUPLICATE, "meta description", catalogue)
-        yield from _duplicates(self._hashes, F.DUPLICATE_CONTENT, "visible text", catalogue)
+        if self._duplicates:
+            yield from _duplicates(self._titles, F.TITLE_DUPLICATE, "title", catalogue)
+            yield from _duplicates(self._descriptions, F.META_DESC_DUPLICATE, "meta description", catalogue)
+            yield from _duplicates(self._hashes, F.DUPLICATE_CONTENT, "visible text", catalogue)
         yield from _redirect_paths(self._redirects, catalogue)
         yield from self._sitemap_rows
-        targets = self._targets
         for url, canonical in self._canonicalised:
-            target = targets.get(canonical)
+            target = self._target(canonical)
             if target is None or target.waf:
                 continue
             ok = target.error is None and target.status is not None and 200 <= target.status < 300
@@ -282,7 +346,7 @@ class SiteAudit:
                 yield make_finding(F.CANONICAL_CHAIN, url, detail, canonical, catalogue=catalogue)
         for url, alternates in self._with_hreflang:
             for lang, href in alternates:
-                target = targets.get(href)
+                target = self._target(href)
                 if href == url or target is None or target.waf or target.status is None:
                     continue
                 if 200 <= target.status < 300 and url not in target.hreflang_hrefs:
@@ -294,7 +358,7 @@ class SiteAudit:
         """The finding of one link (broken internal/external, internal link to a redirect), or None."""
         if self._count_links and link.internal and link.source != link.target:
             self._counted[link.target] += 1
-        target = self._targets.get(link.target)
+        target = self._targets.get(link.target)  # a plain 2xx target makes no link finding
         if target is None or target.waf:
             return None
         broken = target.error is not None or (target.status is not None and target.status >= 400)

@@ -186,6 +186,11 @@ class InlinkCounter:
                     found[url] = counts[url]
         return found
 
+    async def shard_counts(self, crawl_id: str, shard: int) -> dict[str, int]:
+        """The inlink counts of one shard's targets (URLs with none are absent)."""
+        raw = await self.store.get_object(f"{_base(crawl_id)}counts/{shard:04d}.json")
+        return {} if raw is None else dict(json.loads(raw))
+
     async def _map(self, crawl_id: str, cursor: Cursor) -> Cursor:
         shards: int = cursor["shards"]
         prefix = f"crawls/{crawl_id}/links/"

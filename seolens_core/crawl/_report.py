@@ -23,11 +23,13 @@ pages dict's insertion order today).
 from __future__ import annotations
 
 import csv
+import heapq
 import io
 import json
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+import uuid
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,13 +37,24 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore, StreamingUpload
 from seolens_core.adapters.urls import UrlStore
-from seolens_core.audit import LinkRow, PageRow, SiteAudit
+from seolens_core.audit import (
+    DUPLICATE_KINDS,
+    Finding,
+    FindingCode,
+    LinkRow,
+    PageRow,
+    SiteAudit,
+    duplicate_findings,
+    duplicate_groups,
+    duplicate_values,
+    make_finding,
+)
 from seolens_core.crawl._findings import describe
 from seolens_core.crawl._inlinks import (
     DEFAULT_EDGE_BUDGET,
     DEFAULT_SHARDS,
-    Cursor,
     InlinkCounter,
+    shard_of,
     start_cursor,
 )
 from seolens_core.crawl._pacing import PacingGate
@@ -52,6 +65,8 @@ from seolens_core.urls import NormalizedURL, normalize
 _OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
 HTML_MAX_ROWS = 5_000  # pages and findings embedded in report.html (all rows are in the jsonl/csv files)
 _CHUNK = 1 << 20  # serialized bytes handed to an upload at a time
+SPOOL_BUFFER = 16 << 20  # bytes of spooled rows buffered (all shards together) before they are written out
+MERGE_READ = 128 << 10  # bytes read at a time from each shard run during a k-way merge
 
 
 @dataclass
@@ -65,6 +80,9 @@ class ReportServices:
     inlink_shards: int = DEFAULT_SHARDS
     inlink_edge_budget: int = DEFAULT_EDGE_BUDGET
     orphans_budget_s: float = 240.0  # work per Orphans invocation before handing back to the loop
+    # Delete the scratch objects under crawls/{id}/reportwork/ at the end (needs s3:DeleteObject, which the
+    # ReportRole does not grant yet; until then they stay with the crawl's other objects).
+    clean_work: bool = False
     extra_outputs: list[
         Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], dict[str, bytes]]
     ] = field(default_factory=list)
@@ -88,40 +106,43 @@ class Reporter:
             if record.status is CrawlStatus.CANCELLED
             else CrawlStatus.COMPLETED,
         }.get(action, CrawlStatus.COMPLETED)
-        links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
+        work = _Work(s.results, f"crawls/{crawl_id}/reportwork/{uuid.uuid4().hex[:12]}/")
         try:
-            report = await self.build(record, error=error, links_out=links_out)
-            keys = {"links.jsonl": await links_out.close()}
-        except BaseException:
-            await links_out.abort()
-            raise
-        report["status"] = final_status.value
-        if final_status is CrawlStatus.COMPLETED:
-            report["comparison"] = await self._compare_with_previous(record, report)
-        keys.update(await self.write_outputs(crawl_id, report))
+            report = await self.build(record, work, error=error)
+            report["status"] = final_status.value
+            if final_status is CrawlStatus.COMPLETED:
+                report["comparison"] = await self._compare_with_previous(record, work)
+            keys = report.pop("_keys")
+            keys.update(await self.write_outputs(crawl_id, report))
+        finally:
+            if s.clean_work:
+                await work.clean()
         if not record.status.terminal or record.status is not final_status:
             await s.crawls.set_status(
                 crawl_id, final_status, now=s.clock(), error=_error_text(error) if action == "fail" else None
             )
         return {"crawl_id": crawl_id, "ok": action != "fail", "status": final_status.value, "outputs": keys}
 
-    async def build(
-        self, record: CrawlRecord, error: Any = None, links_out: StreamingUpload | None = None
-    ) -> dict[str, Any]:
-        """The report dict plus `_pages` and `_findings`; the link rows are streamed into `links_out`
-        (links.jsonl) while the link rules run on them, and never kept."""
+    async def build(self, record: CrawlRecord, work: _Work, error: Any = None) -> dict[str, Any]:
+        """Write links.jsonl, pages.jsonl and findings.csv; return the report dict plus `_keys` (those
+        outputs), `_shown_pages`, `_shown_findings` and `_aggregates` (for report.html). Memory is bounded
+        by one shard of pages, not by the crawl (module docstring)."""
         s = self.s
         crawl_id = record.crawl_id
-        pages: dict[str, dict[str, Any]] = {}
+        cursor = await self._inlink_cursor(crawl_id, budget_s=None, record=record)
+        shards: int = cursor["shards"]
+        keys: dict[str, str] = {}
+
+        # 1. Spool page, pending and dead-letter rows, and sitemap URLs, by URL shard (seq = first-seen order).
+        rows_spool = work.spool("rows")
+        sitemap_spool = work.spool("sitemap")
+        seq = 0
         async for row in s.results.rows(crawl_id, "pages"):
-            current = pages.get(row["url"])
-            if current is None or _OUTCOME_RANK.get(row.get("outcome", ""), 0) > _OUTCOME_RANK.get(
-                current.get("outcome", ""), 0
-            ):
-                pages[row["url"]] = row
-        sitemap: dict[str, dict[str, Any]] = {}
+            await rows_spool.add(shard_of(row["url"], shards), [seq, "p", row])
+            seq += 1
         async for row in s.results.rows(crawl_id, "sitemap"):
-            sitemap.setdefault(row["url"], row)
+            await sitemap_spool.add(shard_of(row["url"], shards), [row["url"], row.get("lastmod")])
+        await sitemap_spool.flush()
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
         timelines: dict[str, dict[float, dict[str, Any]]] = {}
         async for point in s.results.rows(crawl_id, "pacing"):
@@ -130,93 +151,173 @@ class Reporter:
                 for k in ("t", "delay_ms", "concurrency", "error_rate", "n", "p95_ms", "verdict")
             }
         pending, more_pending = await s.urls.pending(crawl_id, limit=100_000)
+        n_pending = len(pending)
         for p in pending:
-            pages.setdefault(
-                p.url,
-                {
-                    "url": p.url,
-                    "status": None,
-                    "depth": p.depth,
-                    "outcome": "pending",
-                    "alerts": ["ALERT_URL_PENDING"],
-                },
-            )
+            row = {"url": p.url, "status": None, "depth": p.depth, "outcome": "pending"}
+            row["alerts"] = ["ALERT_URL_PENDING"]
+            await rows_spool.add(shard_of(p.url, shards), [seq, "q", row])
+            seq += 1
+        del pending
         dead = await self._dead_letters(crawl_id)
         for msg in dead:
-            pages[msg.url] = {
-                "url": msg.url,
-                "status": None,
-                "depth": msg.depth,
-                "outcome": "dead_letter",
-                "alerts": ["ALERT_DEAD_LETTER"],
-            }
-        cursor = await self._inlink_cursor(crawl_id, budget_s=None, record=record)
-        inlinks = await self.inlinks.counts(crawl_id, cursor["shards"], wanted=pages.keys() | sitemap.keys())
-        for url, row in pages.items():
-            row["is_sitemap_url"] = url in sitemap
-            row["inlinks"] = inlinks.get(url, 0)
-            if url in sitemap and row.get("lastmod") is None:
-                row["lastmod"] = sitemap[url].get("lastmod")
-        for row in pages.values():
-            row["crawl_depth"] = row.get("depth")
-            row["depth"] = None
-            for key in ("status", "title", "alerts"):
-                row.setdefault(key, [] if key == "alerts" else None)
-        await self._apply_depths(crawl_id, cursor, pages)
-        rows = sorted(pages.values(), key=lambda r: (r["depth"] is None, r["depth"] or 0, r["url"]))
-        findings = _page_findings(rows)
-        audit = SiteAudit(
-            (PageRow.from_mapping(r) for r in rows), sitemap_urls=set(sitemap), count_links=False
-        )
-        site = list(audit.page_findings())
-        n_links = 0
-        chunk: list[str] = []
-        async for link in s.results.rows(crawl_id, "links"):
-            n_links += 1
-            if links_out is not None:
-                chunk.append(json.dumps(link, ensure_ascii=False) + "\n")
-                if len(chunk) >= 2_000:
+            row = {"url": msg.url, "status": None, "depth": msg.depth, "outcome": "dead_letter"}
+            row["alerts"] = ["ALERT_DEAD_LETTER"]
+            await rows_spool.add(shard_of(msg.url, shards), [seq, "d", row])
+            seq += 1
+        n_dead = len(dead)
+        del dead
+        await rows_spool.flush()
+
+        # 2. Per shard: dedupe, annotate (sitemap, inlinks, depth), sort by (depth, url); orphans of the shard.
+        n_sitemap = 0
+        for shard in range(shards):
+            pages = await _dedupe(rows_spool.read(shard))
+            sitemap: dict[str, Any] = {}
+            async for url, lastmod in sitemap_spool.read(shard):
+                sitemap.setdefault(url, lastmod)
+            n_sitemap += len(sitemap)
+            counts = await self.inlinks.shard_counts(crawl_id, shard)
+            for url, (_, row) in pages.items():
+                row["is_sitemap_url"] = url in sitemap
+                row["inlinks"] = counts.get(url, 0)
+                if url in sitemap and row.get("lastmod") is None:
+                    row["lastmod"] = sitemap[url]
+            for _, row in pages.values():
+                row["crawl_depth"] = row.get("depth")
+                row["depth"] = None
+                for key in ("status", "title", "alerts"):
+                    row.setdefault(key, [] if key == "alerts" else None)
+            for url, depth in (await self.inlinks.depths(crawl_id, cursor, shard)).items():
+                if url in pages:
+                    pages[url][1]["depth"] = depth
+            await work.put_run(
+                "sorted", shard, sorted([*_sort_key(row), first, row] for first, row in pages.values())
+            )
+            await work.put_run("orphans", shard, sorted([u] for u in sitemap if counts.get(u, 0) == 0))
+            del pages, sitemap, counts
+
+        findings = _FindingSink(s.results.open_file(crawl_id, "findings.csv", "text/csv"), work)
+        alerts_spool = work.spool("alerts")
+        try:
+            # 3. Pages in (depth, url) order: page findings, then the site rules fed page by page.
+            audit = SiteAudit((), count_links=False, duplicates=False, orphans=False)
+            dups_spool = work.spool("dups")
+            async for _, _, url, _, row in work.merge("sorted", 3):
+                for f in _page_findings([row]):
+                    await findings.add(f)
+                page = PageRow.from_mapping(row)
+                audit.add_page(page)
+                for kind, value in duplicate_values(page):
+                    await dups_spool.add(shard_of(value, shards), [kind, value, url])
+            await dups_spool.flush()
+
+            async def site_finding(finding: Finding) -> None:
+                row = finding.to_row()
+                await findings.add(row)
+                await alerts_spool.add(shard_of(finding.url, shards), [finding.url, finding.code])
+
+            # 4. Duplicates, by a second partition keyed by the shared value.
+            for shard in range(shards):
+                groups: dict[tuple[str, str], list[str]] = {}
+                async for kind, value, url in dups_spool.read(shard):
+                    groups.setdefault((kind, value), []).append(url)
+                for kind, _, _ in DUPLICATE_KINDS:
+                    runs = duplicate_groups(urls for (k, _), urls in groups.items() if k == kind)
+                    await work.put_run(f"dup-{kind}", shard, [[urls] for urls in runs])
+                del groups
+            for kind, code, what in DUPLICATE_KINDS:
+                async for (urls,) in work.merge(f"dup-{kind}"):
+                    for finding in duplicate_findings([urls], code, what):
+                        await site_finding(finding)
+            for finding in audit.page_findings():
+                await site_finding(finding)
+
+            # 5. Links: copied to links.jsonl while the link rules see them one at a time.
+            n_links = 0
+            links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
+            try:
+                chunk: list[str] = []
+                async for link in s.results.rows(crawl_id, "links"):
+                    n_links += 1
+                    chunk.append(json.dumps(link, ensure_ascii=False) + "\n")
+                    if len(chunk) >= 2_000:
+                        await links_out.write("".join(chunk).encode())
+                        chunk.clear()
+                    # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
+                    if not link.get("redirect"):
+                        link_finding = audit.link(LinkRow.from_mapping(link))
+                        if link_finding is not None:
+                            await site_finding(link_finding)
+                if chunk:
                     await links_out.write("".join(chunk).encode())
-                    chunk.clear()
-            # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
-            if not link.get("redirect"):
-                link_finding = audit.link(LinkRow.from_mapping(link))
-                if link_finding is not None:
-                    site.append(link_finding)
-        if links_out is not None and chunk:
-            await links_out.write("".join(chunk).encode())
-        del chunk
-        site.extend(audit.orphans(inlinks))
-        del audit
-        for finding in site:
-            findings.append(finding.to_row())
-            target_row = pages.get(finding.url)
-            if target_row is not None and finding.code not in target_row.setdefault("alerts", []):
-                target_row["alerts"].append(finding.code)
-        if sitemap:
-            for url, row in pages.items():
-                if (
-                    url not in sitemap
-                    and row.get("status") == 200
-                    and row.get("outcome") == "fetched"
-                    and row.get("internal", True)
-                    and row.get("is_html")
-                    and not row.get("noindex")
-                    and not row.get("waf_provider")
-                    and row.get("canonical") in (None, url)
-                ):
-                    row.setdefault("alerts", []).append("ALERT_NOT_IN_SITEMAP")
-                    findings.append(
-                        {
-                            "code": "ALERT_NOT_IN_SITEMAP",
-                            "severity": describe("ALERT_NOT_IN_SITEMAP")[0],
-                            "url": url,
-                            "detail": "indexable page linked from the site but missing from its sitemaps",
-                        }
-                    )
-        for f in seed_findings:
-            severity, title = describe(f["code"])
-            findings.append({**f, "severity": severity, "detail": f.get("detail") or title})
+                del chunk
+                keys["links.jsonl"] = await links_out.close()
+            except BaseException:
+                await links_out.abort()
+                raise
+            del audit
+            async for (url,) in work.merge("orphans"):
+                await site_finding(
+                    make_finding(FindingCode.GRAPH_ORPHAN_PAGE, url, "in sitemap, 0 internal inlinks")
+                )
+            await alerts_spool.flush()
+
+            # 6. Per shard: the site findings' codes joined to their pages, then ALERT_NOT_IN_SITEMAP.
+            for shard in range(shards):
+                joined: dict[str, list[str]] = {}
+                async for url, code in alerts_spool.read(shard):
+                    joined.setdefault(url, []).append(code)
+                final: list[list[Any]] = []
+                not_in_sitemap: list[list[Any]] = []
+                for depth_none, depth, url, first, row in await work.read_run("sorted", shard):
+                    for code in joined.get(url, ()):
+                        if code not in row["alerts"]:
+                            row["alerts"].append(code)
+                    if n_sitemap and _not_in_sitemap(row):
+                        row["alerts"].append("ALERT_NOT_IN_SITEMAP")
+                        not_in_sitemap.append([first, url])
+                    final.append([depth_none, depth, url, row])
+                await work.put_run("final", shard, final)
+                await work.put_run("nis", shard, sorted(not_in_sitemap))
+                del joined, final, not_in_sitemap
+
+            # 7. pages.jsonl by a k-way merge of the shard runs, with the summary counted on the way.
+            stats = _PageStats()
+            pages_out = s.results.open_file(crawl_id, "pages.jsonl", "application/x-ndjson")
+            try:
+                buf: list[str] = []
+                size = 0
+                async for _, _, _, row in work.merge("final", 3):
+                    stats.add(row)
+                    line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+                    buf.append(line)
+                    size += len(line)
+                    if size >= _CHUNK:
+                        await pages_out.write("".join(buf).encode())
+                        buf, size = [], 0
+                if buf:
+                    await pages_out.write("".join(buf).encode())
+                del buf
+                keys["pages.jsonl"] = await pages_out.close()
+            except BaseException:
+                await pages_out.abort()
+                raise
+            async for _, url in work.merge("nis"):
+                await findings.add(
+                    {
+                        "code": "ALERT_NOT_IN_SITEMAP",
+                        "severity": describe("ALERT_NOT_IN_SITEMAP")[0],
+                        "url": url,
+                        "detail": "indexable page linked from the site but missing from its sitemaps",
+                    }
+                )
+            for f in seed_findings:
+                severity, title = describe(f["code"])
+                await findings.add({**f, "severity": severity, "detail": f.get("detail") or title})
+            keys["findings.csv"] = await findings.close()
+        except BaseException:
+            await findings.abort()
+            raise
         report = {
             "crawl_id": crawl_id,
             "site": record.site,
@@ -225,96 +326,73 @@ class Reporter:
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.clock())),
             "duration_s": round(s.clock() - record.started_epoch, 1),
             "summary": {
-                "urls": len(rows),
-                "fetched": sum(1 for r in rows if r.get("outcome") == "fetched"),
-                "by_outcome": dict(Counter(r.get("outcome", "?") for r in rows)),
-                "by_status": {str(k): v for k, v in Counter(r.get("status") for r in rows).items()},
-                "by_depth": {str(k): v for k, v in Counter(r["depth"] for r in rows).items()},
+                "urls": stats.urls,
+                "fetched": stats.fetched,
+                "by_outcome": dict(stats.by_outcome),
+                "by_status": {str(k): v for k, v in stats.by_status.items()},
+                "by_depth": {str(k): v for k, v in stats.by_depth.items()},
                 "links": n_links,
-                "sitemap_urls": len(sitemap),
-                "pending": len(pending),
+                "sitemap_urls": n_sitemap,
+                "pending": n_pending,
                 "pending_truncated": more_pending,
-                "dead_letters": len(dead),
+                "dead_letters": n_dead,
             },
             "counters": record.counters,
             "host_timelines": {
                 origin: [points[t] for t in sorted(points)] for origin, points in sorted(timelines.items())
             },
-            "findings_by_code": dict(sorted(Counter(f["code"] for f in findings).items())),
+            "findings_by_code": dict(sorted(findings.by_code.items())),
             "error": _error_text(error),
         }
-        report["_pages"] = rows
-        report["_findings"] = findings
+        report["_keys"] = keys
+        report["_shown_pages"] = stats.shown
+        report["_shown_findings"] = findings.top()
+        report["_aggregates"] = {
+            "pages_total": stats.urls,
+            "findings_total": findings.total,
+            "ttfb_histogram": stats.ttfb_histogram(),
+            "findings_by_severity": dict(findings.by_severity),
+        }
         return report
 
     async def write_outputs(self, crawl_id: str, report: dict[str, Any]) -> dict[str, str]:
-        """pages.jsonl, findings.csv, report.json and the extra outputs, each written in bounded pieces."""
-        rows = report.pop("_pages")
-        findings = report.pop("_findings")
+        """report.json and the extra outputs (report.html: at most `HTML_MAX_ROWS` pages and findings)."""
+        shown_rows = report.pop("_shown_pages")
+        shown_findings = report.pop("_shown_findings")
+        aggregates = report.pop("_aggregates")
         keys: dict[str, str] = {}
-        keys["pages.jsonl"] = await self._stream(
-            crawl_id,
-            "pages.jsonl",
-            "application/x-ndjson",
-            (json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows),
-        )
-        keys["findings.csv"] = await self._stream(crawl_id, "findings.csv", "text/csv", _csv_lines(findings))
         keys["report.json"] = await self.s.results.put_file(
             crawl_id, "report.json", json.dumps(report, indent=2, default=str).encode(), "application/json"
         )
         if self.s.extra_outputs:
-            html_report = {**report, "aggregates": _html_aggregates(rows, findings)}
-            shown_rows, shown_findings = rows[:HTML_MAX_ROWS], _top_findings(findings, HTML_MAX_ROWS)
+            html_report = {**report, "aggregates": aggregates}
             for extra in self.s.extra_outputs:
                 for name, body in extra(html_report, shown_rows, shown_findings).items():
                     ctype = "text/html" if name.endswith(".html") else "application/octet-stream"
                     keys[name] = await self.s.results.put_file(crawl_id, name, body, ctype)
         return keys
 
-    async def _stream(self, crawl_id: str, name: str, content_type: str, lines: Iterable[str]) -> str:
-        out = self.s.results.open_file(crawl_id, name, content_type)
-        try:
-            buf: list[str] = []
-            size = 0
-            for line in lines:
-                buf.append(line)
-                size += len(line)
-                if size >= _CHUNK:
-                    await out.write("".join(buf).encode())
-                    buf, size = [], 0
-            if buf:
-                await out.write("".join(buf).encode())
-            return await out.close()
-        except BaseException:
-            await out.abort()
-            raise
-
-    async def _apply_depths(self, crawl_id: str, cursor: Cursor, pages: dict[str, dict[str, Any]]) -> None:
-        """Click depth from the sharded breadth-first search, one shard's depth map at a time."""
-        for shard in range(cursor["shards"]):
-            for url, depth in (await self.inlinks.depths(crawl_id, cursor, shard)).items():
-                row = pages.get(url)
-                if row is not None:
-                    row["depth"] = depth
-
-    async def _compare_with_previous(
-        self, record: CrawlRecord, report: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """New and fixed findings and status changes since the last completed crawl of the same site."""
+    async def _compare_with_previous(self, record: CrawlRecord, work: _Work) -> dict[str, Any] | None:
+        """New and fixed findings and status changes since the last completed crawl of the same site.
+        Pages are read line by line (ranged GETs) and kept as (url, status, outcome) only."""
         previous = await self.s.crawls.previous_of_site(record.site, record.created_at)
         if previous is None:
             return None
         base = f"crawls/{previous.crawl_id}/report/"
+        results = self.s.results
         try:
-            pages_raw = await self.s.results.get_file(base + "pages.jsonl")
-            findings_raw = await self.s.results.get_file(base + "findings.csv")
+            prev_pages = [_slim(json.loads(line)) async for line in _lines(results, base + "pages.jsonl")]
+            findings_raw = await results.get_file(base + "findings.csv")
         except Exception:  # the previous crawl's outputs expired or were never written
             return {"previous_crawl_id": previous.crawl_id, "error": "previous outputs not available"}
-        prev_pages = [json.loads(line) for line in pages_raw.decode("utf-8").splitlines() if line]
         prev_findings = list(csv.DictReader(io.StringIO(findings_raw.decode("utf-8"))))
+        del findings_raw
+        current = f"crawls/{record.crawl_id}/report/pages.jsonl"
+        pages = [_slim(json.loads(line)) async for line in _lines(results, current)]
+        findings = [json.loads(line) async for line in _lines(results, work.findings_key)]
         from seolens_core.control._compare import compare_crawls  # control imports the composition root
 
-        comparison = compare_crawls(prev_pages, prev_findings, report["_pages"], report["_findings"])
+        comparison = compare_crawls(prev_pages, prev_findings, pages, findings)
         return {"previous_crawl_id": previous.crawl_id, **comparison}
 
     async def _inlink_cursor(
@@ -342,6 +420,280 @@ class Reporter:
             if msg.crawl_id == crawl_id:
                 found[msg.key] = msg
         return list(found.values())
+
+
+class _Spool:
+    """JSON items appended by shard and written to `{prefix}{shard:04d}/{flush:06d}.jsonl` whenever
+    `SPOOL_BUFFER` bytes are buffered; `read(shard)` gives a shard's items back in the order they were added."""
+
+    def __init__(self, results: ResultsStore, prefix: str) -> None:
+        self._results = results
+        self._prefix = prefix
+        self._buffer: dict[int, list[str]] = {}
+        self._size = 0
+        self._flushes = 0
+
+    async def add(self, shard: int, item: Any) -> None:
+        line = json.dumps(item, separators=(",", ":"))
+        self._buffer.setdefault(shard, []).append(line)
+        self._size += len(line) + 1
+        if self._size >= SPOOL_BUFFER:
+            await self.flush()
+
+    async def flush(self) -> None:
+        for shard, lines in sorted(self._buffer.items()):
+            key = f"{self._prefix}{shard:04d}/{self._flushes:06d}.jsonl"
+            await self._results.put_object(key, ("\n".join(lines) + "\n").encode(), "application/x-ndjson")
+        self._buffer.clear()
+        self._size = 0
+        self._flushes += 1
+
+    async def read(self, shard: int) -> AsyncIterator[Any]:
+        for key in await self._results.list_keys(f"{self._prefix}{shard:04d}/"):
+            raw = await self._results.get_object(key) or b""
+            for line in raw.decode("utf-8").split("\n"):
+                if line:
+                    yield json.loads(line)
+
+
+class _RangeReader:
+    """The lines of one object, read `MERGE_READ` bytes at a time (ranged GETs)."""
+
+    def __init__(self, results: ResultsStore, key: str, size: int) -> None:
+        self._results = results
+        self._key = key
+        self._size = size
+        self._pos = 0
+        self._rest = b""
+        self._lines: deque[str] = deque()
+
+    async def next(self) -> str | None:
+        while not self._lines:
+            if self._pos >= self._size:
+                return None
+            data = self._rest + await self._results.get_range(self._key, self._pos, MERGE_READ)
+            self._pos += MERGE_READ
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                self._rest = data
+                continue
+            self._rest = data[cut + 1 :]
+            self._lines.extend(data[:cut].decode("utf-8").split("\n"))
+        return self._lines.popleft()
+
+
+async def _lines(results: ResultsStore, key: str) -> AsyncIterator[str]:
+    """The non-empty lines of an object, read in bounded pieces."""
+    size = await results.size(key)
+    reader = _RangeReader(results, key, size)
+    while (line := await reader.next()) is not None:
+        if line:
+            yield line
+
+
+class _Work:
+    """The report step's scratch objects under `crawls/{id}/reportwork/{run}/`: spools, and sorted runs
+    (one per shard and name) that `merge` reads back together in order, holding `MERGE_READ` bytes per run."""
+
+    def __init__(self, results: ResultsStore, prefix: str) -> None:
+        self._results = results
+        self.prefix = prefix
+        self._runs: dict[str, dict[int, int]] = {}  # name -> shard -> size in bytes
+        self.findings_key = f"{prefix}findings.jsonl"
+
+    def spool(self, name: str) -> _Spool:
+        return _Spool(self._results, f"{self.prefix}spool/{name}/")
+
+    def _run_key(self, name: str, shard: int) -> str:
+        return f"{self.prefix}run/{name}/{shard:04d}.jsonl"
+
+    async def put_run(self, name: str, shard: int, items: list[Any]) -> None:
+        """One shard's items, already sorted by their leading elements (the merge key)."""
+        runs = self._runs.setdefault(name, {})
+        if not items:
+            runs.pop(shard, None)
+            return
+        body = "".join(json.dumps(item, separators=(",", ":")) + "\n" for item in items).encode()
+        await self._results.put_object(self._run_key(name, shard), body, "application/x-ndjson")
+        runs[shard] = len(body)
+
+    async def read_run(self, name: str, shard: int) -> list[Any]:
+        if shard not in self._runs.get(name, {}):
+            return []
+        raw = await self._results.get_object(self._run_key(name, shard)) or b""
+        return [json.loads(line) for line in raw.decode("utf-8").split("\n") if line]
+
+    async def merge(self, name: str, key_len: int = 1) -> AsyncIterator[Any]:
+        """Every item of the runs of `name`, in order of their first `key_len` elements (a k-way merge)."""
+        readers = [
+            _RangeReader(self._results, self._run_key(name, shard), size)
+            for shard, size in sorted(self._runs.get(name, {}).items())
+        ]
+        heap: list[tuple[list[Any], int, Any]] = []
+        for i, reader in enumerate(readers):
+            line = await reader.next()
+            if line is not None:
+                item = json.loads(line)
+                heap.append((item[:key_len], i, item))
+        heapq.heapify(heap)
+        while heap:
+            _, i, item = heap[0]
+            yield item
+            line = await readers[i].next()
+            if line is None:
+                heapq.heappop(heap)
+            else:
+                nxt = json.loads(line)
+                heapq.heapreplace(heap, (nxt[:key_len], i, nxt))
+
+    async def clean(self) -> None:
+        """Delete the scratch objects (best effort: a lifecycle rule on `reportwork/` is the backstop)."""
+        try:
+            keys = await self._results.list_keys(self.prefix)
+            await self._results.delete_keys(keys)
+        except Exception:  # never fail a report over its scratch files
+            pass
+
+
+async def _dedupe(items: AsyncIterator[Any]) -> dict[str, tuple[int, dict[str, Any]]]:
+    """One shard's rows by URL, with the seq of the URL's first row: a page row replaces the kept one only
+    with a higher outcome rank (first seen wins a tie), a pending row only fills a gap, a dead letter wins."""
+    pages: dict[str, tuple[int, dict[str, Any]]] = {}
+    async for seq, kind, row in items:
+        url = row["url"]
+        current = pages.get(url)
+        if current is None:
+            pages[url] = (seq, row)
+        elif kind == "d" or (
+            kind == "p"
+            and _OUTCOME_RANK.get(row.get("outcome", ""), 0)
+            > _OUTCOME_RANK.get(current[1].get("outcome", ""), 0)
+        ):
+            pages[url] = (current[0], row)
+    return pages
+
+
+def _sort_key(row: dict[str, Any]) -> list[Any]:
+    """pages.jsonl order: depth (unreached last), then URL."""
+    return [row["depth"] is None, row["depth"] or 0, row["url"]]
+
+
+def _not_in_sitemap(row: dict[str, Any]) -> bool:
+    url = row["url"]
+    return (
+        not row.get("is_sitemap_url")
+        and row.get("status") == 200
+        and row.get("outcome") == "fetched"
+        and bool(row.get("internal", True))
+        and bool(row.get("is_html"))
+        and not row.get("noindex")
+        and not row.get("waf_provider")
+        and row.get("canonical") in (None, url)
+    )
+
+
+def _slim(row: dict[str, Any]) -> dict[str, Any]:
+    """What the comparison reads of a page row."""
+    return {"url": row.get("url"), "status": row.get("status"), "outcome": row.get("outcome")}
+
+
+class _PageStats:
+    """report.json's page summary and report.html's page aggregates, counted in pages.jsonl order."""
+
+    def __init__(self) -> None:
+        self.urls = 0
+        self.fetched = 0
+        self.by_outcome: Counter[Any] = Counter()
+        self.by_status: Counter[Any] = Counter()
+        self.by_depth: Counter[Any] = Counter()
+        self.shown: list[dict[str, Any]] = []
+        self._ttfb: list[float] = []
+        self._histogram: list[int] | None = None
+        self._labels: list[str] = []
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.urls += 1
+        self.fetched += row.get("outcome") == "fetched"
+        self.by_outcome[row.get("outcome", "?")] += 1
+        self.by_status[row.get("status")] += 1
+        self.by_depth[row["depth"]] += 1
+        if len(self.shown) < HTML_MAX_ROWS:
+            self.shown.append(row)
+        ttfb = row.get("ttfb_ms")
+        if isinstance(ttfb, (int, float)) and not isinstance(ttfb, bool):
+            self._ttfb.append(ttfb)
+            if len(self._ttfb) >= 10_000:
+                self._fold()
+
+    def _fold(self) -> None:
+        buckets = ttfb_histogram(self._ttfb)
+        self._ttfb.clear()
+        self._labels = [label for label, _ in buckets]
+        counts = [n for _, n in buckets]
+        self._histogram = (
+            counts
+            if self._histogram is None
+            else [a + b for a, b in zip(self._histogram, counts, strict=True)]
+        )
+
+    def ttfb_histogram(self) -> list[tuple[str, int]]:
+        self._fold()
+        return list(zip(self._labels, self._histogram or [], strict=True))
+
+
+class _FindingSink:
+    """findings.csv written as findings come, in order; counted by code and severity; the most severe
+    `HTML_MAX_ROWS` kept for report.html; each finding also goes to a work file for the comparison."""
+
+    def __init__(self, out: StreamingUpload, work: _Work) -> None:
+        self._out = out
+        self._json = work._results.open_object(work.findings_key, "application/x-ndjson")
+        self._buf = io.StringIO()
+        self._jbuf: list[str] = []
+        self._writer = csv.DictWriter(
+            self._buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore"
+        )
+        self._writer.writeheader()
+        self.total = 0
+        self.by_code: Counter[Any] = Counter()
+        self.by_severity: Counter[str] = Counter()
+        self._top: list[tuple[int, int, dict[str, Any]]] = []  # (-severity rank, -seq, finding): a max-heap
+
+    async def add(self, finding: dict[str, Any]) -> None:
+        self._writer.writerow(finding)
+        self._jbuf.append(json.dumps(finding, default=str) + "\n")
+        self.by_code[finding["code"]] += 1
+        self.by_severity[str(finding.get("severity"))] += 1
+        entry = (-_SEVERITY_ORDER.get(str(finding.get("severity")), 4), -self.total, finding)
+        self.total += 1
+        if len(self._top) < HTML_MAX_ROWS:
+            heapq.heappush(self._top, entry)
+        elif entry[:2] > self._top[0][:2]:
+            heapq.heapreplace(self._top, entry)
+        if self._buf.tell() >= _CHUNK:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        await self._out.write(self._buf.getvalue().encode())
+        self._buf.seek(0)
+        self._buf.truncate()
+        await self._json.write("".join(self._jbuf).encode())
+        self._jbuf.clear()
+
+    def top(self) -> list[dict[str, Any]]:
+        """`_top_findings` of everything added: all in order when they fit, else the most severe."""
+        if self.total <= HTML_MAX_ROWS:
+            return [f for _, _, f in sorted(self._top, key=lambda e: -e[1])]
+        return [f for _, _, f in sorted(self._top, key=lambda e: (-e[0], -e[1]))]
+
+    async def close(self) -> str:
+        await self._flush()
+        await self._json.close()
+        return await self._out.close()
+
+    async def abort(self) -> None:
+        await self._out.abort()
+        await self._json.abort()
 
 
 def count_inlinks(links: Iterable[dict[str, Any]]) -> Counter[str]:
@@ -374,21 +726,6 @@ def _start_urls(record: CrawlRecord) -> list[str]:
     return [u.url for u in (normalize(s) for s in record.settings.start_urls) if isinstance(u, NormalizedURL)]
 
 
-def _csv_lines(findings: Iterable[dict[str, Any]]) -> Iterable[str]:
-    buf = io.StringIO()
-    writer = csv.DictWriter(
-        buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore"
-    )
-    writer.writeheader()
-    for f in findings:
-        writer.writerow(f)
-        if buf.tell() >= _CHUNK:
-            yield buf.getvalue()
-            buf.seek(0)
-            buf.truncate()
-    yield buf.getvalue()
-
-
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "notice": 2, "info": 3}
 
 
@@ -397,21 +734,6 @@ def _top_findings(findings: list[dict[str, Any]], limit: int) -> list[dict[str, 
     if len(findings) <= limit:
         return findings
     return sorted(findings, key=lambda f: _SEVERITY_ORDER.get(str(f.get("severity")), 4))[:limit]
-
-
-def _html_aggregates(rows: list[dict[str, Any]], findings: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals and chart data over every row, for a report.html that embeds only some of them."""
-    ttfb = (
-        r["ttfb_ms"]
-        for r in rows
-        if isinstance(r.get("ttfb_ms"), (int, float)) and not isinstance(r.get("ttfb_ms"), bool)
-    )
-    return {
-        "pages_total": len(rows),
-        "findings_total": len(findings),
-        "ttfb_histogram": ttfb_histogram(ttfb),
-        "findings_by_severity": dict(Counter(str(f.get("severity")) for f in findings)),
-    }
 
 
 def _page_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
