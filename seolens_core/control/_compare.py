@@ -1,12 +1,18 @@
 """Audit comparison: what changed between the previous crawl of a site and this one.
 
 Pure: rows in, a JSON-ready dict out. A finding is identified by (code, url, related_url); a page by its URL.
+
+Every rule looks at one URL at a time (a finding with its page's URL), so the comparison also runs on
+partitions: split both crawls' pages and findings by a function of the URL, run `compare_crawls` on each
+part, and `merge_comparisons` of the parts equals `compare_crawls` of the whole. The report step does that
+per URL shard, so it holds one shard of both crawls plus the result.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 FindingKey = tuple[str, str, str]
@@ -86,4 +92,41 @@ def compare_crawls(
         "status_changes": status_changes,
         "new_urls": new_urls,
         "gone_urls": gone_urls,
+    }
+
+
+def merge_comparisons(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`compare_crawls` of the whole, from `compare_crawls` of parts partitioned by URL (findings by their
+    `url`, pages by theirs, both crawls with the same partition)."""
+    summary: Counter[str] = Counter()
+    new_by_code: Counter[str] = Counter()
+    fixed_by_code: Counter[str] = Counter()
+    for part in parts:
+        summary.update(part["summary"])
+        new_by_code.update(part["new_findings_by_code"])
+        fixed_by_code.update(part["fixed_findings_by_code"])
+
+    def merged(name: str, key: Any) -> list[Any]:
+        return list(heapq.merge(*(part[name] for part in parts), key=key))
+
+    keys = (
+        "new_findings",
+        "fixed_findings",
+        "unverified_findings",
+        "status_changes",
+        "new_urls",
+        "gone_urls",
+        "findings_before",
+        "findings_after",
+    )
+    return {
+        "summary": {k: summary[k] for k in keys},
+        "new_findings_by_code": dict(sorted(new_by_code.items())),
+        "fixed_findings_by_code": dict(sorted(fixed_by_code.items())),
+        "new_findings": merged("new_findings", _finding_key),
+        "fixed_findings": merged("fixed_findings", _finding_key),
+        "unverified_findings": merged("unverified_findings", _finding_key),
+        "status_changes": merged("status_changes", lambda c: c["url"]),
+        "new_urls": merged("new_urls", None),
+        "gone_urls": merged("gone_urls", None),
     }

@@ -111,8 +111,9 @@ class Reporter:
             report = await self.build(record, work, error=error)
             report["status"] = final_status.value
             if final_status is CrawlStatus.COMPLETED:
-                report["comparison"] = await self._compare_with_previous(record, work)
+                report["comparison"] = await self._compare_with_previous(record, work, report.pop("_shards"))
             keys = report.pop("_keys")
+            report.pop("_shards", None)
             keys.update(await self.write_outputs(crawl_id, report))
         finally:
             if s.clean_work:
@@ -345,6 +346,7 @@ class Reporter:
             "error": _error_text(error),
         }
         report["_keys"] = keys
+        report["_shards"] = shards
         report["_shown_pages"] = stats.shown
         report["_shown_findings"] = findings.top()
         report["_aggregates"] = {
@@ -372,28 +374,43 @@ class Reporter:
                     keys[name] = await self.s.results.put_file(crawl_id, name, body, ctype)
         return keys
 
-    async def _compare_with_previous(self, record: CrawlRecord, work: _Work) -> dict[str, Any] | None:
-        """New and fixed findings and status changes since the last completed crawl of the same site.
-        Pages are read line by line (ranged GETs) and kept as (url, status, outcome) only."""
+    async def _compare_with_previous(
+        self, record: CrawlRecord, work: _Work, shards: int
+    ) -> dict[str, Any] | None:
+        """New and fixed findings and status changes since the last completed crawl of the same site, one
+        URL shard at a time: both crawls' pages (as url, status, outcome) and findings are spooled by
+        `shard_of(url)`, compared per shard, and the sorted results merged (`merge_comparisons`)."""
         previous = await self.s.crawls.previous_of_site(record.site, record.created_at)
         if previous is None:
             return None
+        from seolens_core.control._compare import (  # control imports the composition root
+            compare_crawls,
+            merge_comparisons,
+        )
+
         base = f"crawls/{previous.crawl_id}/report/"
         results = self.s.results
+        spool = work.spool("compare")
         try:
-            prev_pages = [_slim(json.loads(line)) async for line in _lines(results, base + "pages.jsonl")]
-            findings_raw = await results.get_file(base + "findings.csv")
+            async for line in _lines(results, base + "pages.jsonl"):
+                await _spool_page(spool, shards, 0, json.loads(line))
+            async for row in _csv_rows(results, base + "findings.csv"):
+                await spool.add(shard_of(str(row.get("url", "")), shards), [1, row])
         except Exception:  # the previous crawl's outputs expired or were never written
             return {"previous_crawl_id": previous.crawl_id, "error": "previous outputs not available"}
-        prev_findings = list(csv.DictReader(io.StringIO(findings_raw.decode("utf-8"))))
-        del findings_raw
-        current = f"crawls/{record.crawl_id}/report/pages.jsonl"
-        pages = [_slim(json.loads(line)) async for line in _lines(results, current)]
-        findings = [json.loads(line) async for line in _lines(results, work.findings_key)]
-        from seolens_core.control._compare import compare_crawls  # control imports the composition root
-
-        comparison = compare_crawls(prev_pages, prev_findings, pages, findings)
-        return {"previous_crawl_id": previous.crawl_id, **comparison}
+        async for line in _lines(results, f"crawls/{record.crawl_id}/report/pages.jsonl"):
+            await _spool_page(spool, shards, 2, json.loads(line))
+        async for line in _lines(results, work.findings_key):
+            finding = json.loads(line)
+            await spool.add(shard_of(str(finding.get("url", "")), shards), [3, finding])
+        await spool.flush()
+        parts = []
+        for shard in range(shards):
+            lists: tuple[list[Any], ...] = ([], [], [], [])
+            async for which, item in spool.read(shard):
+                lists[which].append(item)
+            parts.append(compare_crawls(*lists))
+        return {"previous_crawl_id": previous.crawl_id, **merge_comparisons(parts)}
 
     async def _inlink_cursor(
         self, crawl_id: str, budget_s: float | None, record: CrawlRecord
@@ -470,6 +487,9 @@ class _RangeReader:
     async def next(self) -> str | None:
         while not self._lines:
             if self._pos >= self._size:
+                if self._rest:  # a last line without its newline
+                    line, self._rest = self._rest.decode("utf-8"), b""
+                    return line
                 return None
             data = self._rest + await self._results.get_range(self._key, self._pos, MERGE_READ)
             self._pos += MERGE_READ
@@ -482,13 +502,55 @@ class _RangeReader:
         return self._lines.popleft()
 
 
-async def _lines(results: ResultsStore, key: str) -> AsyncIterator[str]:
-    """The non-empty lines of an object, read in bounded pieces."""
+async def _lines(results: ResultsStore, key: str, keep_empty: bool = False) -> AsyncIterator[str]:
+    """The lines of an object (without their newline; empty ones skipped unless `keep_empty`), read in
+    bounded pieces."""
     size = await results.size(key)
     reader = _RangeReader(results, key, size)
     while (line := await reader.next()) is not None:
-        if line:
+        if line or keep_empty:
             yield line
+
+
+class _LineFeed:
+    """A resumable line iterator for `csv`: it stops when empty and goes on once refilled."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque()
+
+    def __iter__(self) -> _LineFeed:
+        return self
+
+    def __next__(self) -> str:
+        if self.lines:
+            return self.lines.popleft()
+        raise StopIteration
+
+
+async def _csv_rows(results: ResultsStore, key: str, lookahead: int = 1_000) -> AsyncIterator[dict[str, str]]:
+    """The rows of a CSV object as `csv.DictReader` reads the whole text, holding about `lookahead` lines
+    (a quoted field may span lines: the reader is only asked for a row once that many are buffered)."""
+    feed = _LineFeed()
+    reader = csv.DictReader(feed)
+    source = _lines(results, key, keep_empty=True)
+    exhausted = False
+    while True:
+        while not exhausted and len(feed.lines) < lookahead:
+            try:
+                feed.lines.append(await anext(source) + "\n")
+            except StopAsyncIteration:
+                exhausted = True
+        try:
+            yield next(reader)
+        except StopIteration:
+            if exhausted:
+                return
+
+
+async def _spool_page(spool: _Spool, shards: int, which: int, row: dict[str, Any]) -> None:
+    if row.get("url"):
+        url = str(row["url"])
+        await spool.add(shard_of(url, shards), [which, {**_slim(row), "url": url}])
 
 
 class _Work:

@@ -19,7 +19,7 @@ import pytest
 from infra.local.runtime import LocalCloud
 from seolens_core.bootstrap import container
 from seolens_core.crawl import _report
-from seolens_core.crawl._report import ReportServices, Reporter
+from seolens_core.crawl._report import Reporter, ReportServices
 from seolens_core.settings import CrawlSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,9 @@ def _crawl(
             continue  # a few pages linked from nowhere
         src = urls[(i - 1) // 3] if i else urls[0]
         links.append({"crawl_id": crawl_id, "source": src, "target": url, "internal": True})
-        links.append({"crawl_id": crawl_id, "source": url, "target": urls[rng.randrange(n)], "internal": True})
+        links.append(
+            {"crawl_id": crawl_id, "source": url, "target": urls[rng.randrange(n)], "internal": True}
+        )
     links.append({"crawl_id": crawl_id, "source": urls[1], "target": loop_a, "internal": True})
     links.append({"crawl_id": crawl_id, "source": urls[2], "target": "https://ext.test/x", "internal": False})
     return rows, links
@@ -117,7 +119,9 @@ def _write(app: Any, crawl_id: str, site: str, rows: list[Any], links: list[Any]
     sitemap = [{"url": r["url"], "lastmod": "2026-01-02"} for r in rows[::4]]
     sitemap += [{"url": f"{site}/only-in-sitemap-{i}"} for i in range(5)]
     app.run(app.results.put_part(crawl_id, "sitemap", "s1", sitemap))
-    seed = [{"code": "ALERT_SITEMAP_MALFORMED", "url": f"{site}/sitemap.xml", "detail": "bad tail"}]
+    seed = [
+        {"code": "ALERT_SITEMAP_MALFORMED", "url": f"{site}/sitemap.xml", "detail": 'bad\ntail\r\n\nend, "q"'}
+    ]
     app.run(app.results.put_part(crawl_id, "seed", "s1", seed))
 
 
@@ -154,7 +158,13 @@ def test_sharded_report_writes_what_the_in_memory_reporter_wrote(
 
     def services(module: Any) -> Any:
         return module.ReportServices(
-            base.crawls, base.urls, base.results, None, None, inlink_shards=4, extra_outputs=base.extra_outputs
+            base.crawls,
+            base.urls,
+            base.results,
+            None,
+            None,
+            inlink_shards=4,
+            extra_outputs=base.extra_outputs,
         )
 
     app.run(Reporter(services(_report)).run(previous, "report"))
