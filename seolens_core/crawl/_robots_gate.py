@@ -2,7 +2,8 @@
 
 The decision lives in HostsTable (`host`, kind `ROBOTS`), shared by every worker and every crawl; one worker
 at a time refreshes it under a short lease, and the failure history (retry back-off) is read from the stored
-item under that lease, never from a container's cache. Each container keeps parsed rules for a few seconds.
+item under that lease, never from a container's cache. A container keeps a definitive decision for 2 min (never
+past its `valid_until`) and a pending or failing one for 10 s, as another worker's retry may replace it.
 
 robots.txt may be 500 KiB (RFC 9309) but a DynamoDB item holds 400 KB: the texts live zlib-compressed in a
 Binary attribute (`text_z`), the decision JSON refers to them. A text that still does not fit is cut at a line
@@ -45,6 +46,7 @@ ALERT_ROBOTS_TEXT_TRUNCATED = "ALERT_ROBOTS_TEXT_TRUNCATED"
 TEXT_BUDGET_BYTES = 300_000
 """Largest compressed text stored in one item (DynamoDB's limit is 400 KB for the whole item)."""
 LOCAL_CACHE_S = 10.0
+DECIDED_CACHE_S = 120.0
 LEASE_S = 60.0
 BUSY_RETRY_S = 2.0
 TTL_S = 31 * 24 * 3600
@@ -166,6 +168,15 @@ def _unzip(attr: dict[str, Any] | None) -> str | None:
     return zlib.decompress(bytes(attr["B"])).decode("utf-8")
 
 
+def _cache_s(decision: RobotsDecision | None) -> float:
+    """How long a container trusts its copy: a definitive answer (rules, allow-all) changes only when
+    robots.txt is fetched again (`valid_until`, checked apart); a pending or failing one may be replaced by
+    another worker's retry at any moment."""
+    if decision is None or decision.retry_at is not None or decision.suspended:
+        return LOCAL_CACHE_S
+    return DECIDED_CACHE_S
+
+
 @dataclass
 class _Entry:
     decision: RobotsDecision | None
@@ -262,7 +273,7 @@ class RobotsGate:
         if (
             entry is not None
             and entry.agents == agents
-            and now - entry.loaded_at < LOCAL_CACHE_S
+            and now - entry.loaded_at < _cache_s(entry.decision)
             and (entry.decision is None or now < entry.decision.valid_until)
         ):
             return entry
