@@ -46,6 +46,7 @@ def demo_crawl(local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory
             start_metadata={"campaign": "audit-q4"},
         )
         out = tmp_path_factory.mktemp("demo")
+        assert local_cloud.stack is not None
         audit = IamAudit(local_cloud.stack)
         with audit.recording():
             run = run_crawl(local_cloud, settings, workers=4, out_dir=out)

@@ -46,7 +46,7 @@ def test_a_sitemap_not_fetchable_yet_is_retried_then_reported() -> None:
         urls=cast(Any, None),
         queue=cast(Any, None),
         results=cast(Any, results),
-        robots=robots,
+        robots=cast(Any, robots),
         pacing=cast(Any, None),
     )
     seeder = Seeder(services)
