@@ -4,20 +4,29 @@ Inlinks and click depths are computed from the link parts by a bounded map/reduc
 breadth-first search (_inlinks.py), driven by the state machine's Orphans loop and finished here if needed;
 a sitemap URL with none from crawled HTML pages is an orphan.
 
-Memory: the link rows are never held. links.jsonl is copied part by part into a multipart upload while the
-same stream feeds the link rules (`SiteAudit.link`); depths are read one shard at a time. Every output is
-written through `ResultsStore.open_file` in bounded pieces, and report.html gets at most `HTML_MAX_ROWS`
-pages and findings plus aggregated charts. Still O(pages) (~4 KB per page, docs/PERFORMANCE.md "Report step
-memory"): the deduplicated page rows, their site-rule summaries, the findings and the comparison with the
-previous crawl.
+Memory is bounded by one shard of pages (the inlink shards, ~4,000 pages each), not by the crawl. All
+scratch objects live under `crawls/{id}/reportwork/{run}/` (`_Work`):
 
-Next step (not built): spool page, pending, dead-letter and sitemap rows to S3 by `shard_of(url)` with the
-inlink shards (sized to ~4,000 pages each, so a shard's counts and depth files line up); dedupe by outcome
-rank (first seen wins a tie, pending only when absent, dead letters override) and annotate one shard at a
-time; write each shard sorted by (depth, url); then a k-way merge of the shard files (ranged GETs, bounded
-buffers) feeds SiteAudit and the page findings in global order, and a second merge writes pages.jsonl with the
-site findings' alerts joined per shard. ALERT_NOT_IN_SITEMAP keeps the first-seen order of its URLs (the
-pages dict's insertion order today).
+1. Spool: page rows, pending URLs and dead letters (tagged with a global sequence number, the first-seen
+   order) and sitemap URLs are appended to per-shard spools (`shard_of(url)`), written out whenever
+   `SPOOL_BUFFER` bytes are buffered.
+2. Per shard: dedupe by outcome rank (first seen wins a tie, pending only fills a gap, a dead letter wins),
+   fold in the sitemap flag and lastmod, the shard's inlink counts and click depths, sort by
+   (depth is None, depth, url) and write the shard's run; its orphans (sitemap URLs without inlinks) too.
+3. A k-way merge of the runs (ranged GETs of `MERGE_READ` bytes per run) gives the pages in pages.jsonl
+   order: their own alerts become findings, `SiteAudit.add_page` sees them in order, and their
+   title/description/hash are spooled by `shard_of(value)` for the duplicate rules.
+4. Duplicates per value shard (`duplicate_groups`), merged across shards in group order; then the other
+   page-level site rules, the link rules on the streamed links (links.jsonl is copied on the way), the
+   orphans merged in URL order. Each site finding's (url, code) is spooled by URL shard.
+5. Per shard: the site findings' codes are joined to their rows, then ALERT_NOT_IN_SITEMAP (its findings
+   merged later in first-seen order); a last merge writes pages.jsonl and counts the summary.
+
+Findings go to findings.csv as they come (`_FindingSink`: counts, the most severe `HTML_MAX_ROWS` for
+report.html, a JSON copy for the comparison). The comparison with the previous crawl runs per URL shard
+(`merge_comparisons`). What `SiteAudit` still holds grows with some pages, not all: 8 bytes per plain 2xx
+page, a summary of each non-2xx/canonicalised/hreflang/WAF page, and the redirect, canonical and hreflang
+pages for their rules (docs/PERFORMANCE.md "Report step memory").
 """
 
 from __future__ import annotations
