@@ -5,7 +5,7 @@ them (one page part and one link part per batch of 10 pages; `--links` internal 
 random cross links so every page is reachable) and a crawl record is created. Then a fresh child process runs
 the whole Report step (`Reporter.run(crawl_id, "report")`: inlink map/reduce, depth search, site rules, all
 five outputs, report.html included) and prints its peak RSS (`ru_maxrss`). With `--impl old` the child runs
-the Reporter of a given git revision instead (`--old-rev`, default HEAD~1's file if it differs), as a baseline.
+the Reporter of a given git revision instead (`--old-rev`, default e726d9f), as a baseline; 6b32cb7 is the last one that held every page row, finding and the comparison.
 
     python benchmarks/bench_report_memory.py [--pages 20000,100000] [--links 40] [--impl new,old]
 
@@ -201,6 +201,7 @@ def main() -> None:
     from seolens_core.bootstrap import container
 
     old_file = _old_file(args.old_rev) if "old" in args.impl.split(",") else "-"
+    peaks: dict[str, list[tuple[int, float]]] = {}
     with LocalCloud(stack_name="seolens-bench-report").start():
         for pages in [int(p) for p in args.pages.split(",")]:
             produced: dict[str, dict[str, bytes]] = {}
@@ -231,6 +232,7 @@ def main() -> None:
                     flush=True,
                 )
                 produced[impl] = _outputs(app, crawl_id, site)
+                peaks.setdefault(impl, []).append((pages, result["peak_rss_mib"]))
             if len(produced) > 1:
                 first, *others = produced.values()
                 same = {name: all(o[name] == body for o in others) for name, body in first.items()}
@@ -238,6 +240,16 @@ def main() -> None:
                 print(
                     f"    outputs identical across {', '.join(produced)}: {same} (bytes: {sizes})", flush=True
                 )
+    for impl, points in peaks.items():
+        if len(points) > 1:
+            (p0, m0), (p1, m1) = points[0], points[-1]
+            per_page = (m1 - m0) * 1024 * 1024 / max(1, p1 - p0)
+            print(
+                f"{impl:>3} peak RSS by pages: "
+                + ", ".join(f"{p:,} -> {m:.1f} MiB" for p, m in points)
+                + f" ({per_page:.0f} bytes per page between the first and last size)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
