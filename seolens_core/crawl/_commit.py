@@ -64,8 +64,12 @@ class BatchCommit:
         try:
             if self._contributions:
                 await self._flush(self._contributions)
-        except Exception as exc:
+        except BaseException as exc:
+            # Every waiting record re-raises it, so the invocation fails (or, for a BaseException such as a
+            # cancellation or a dying environment, ends) with it: nobody waits for a flush that will never come.
             self._done.set_exception(exc)
             self._done.exception()  # mark retrieved; the submitters re-raise it
+            if not isinstance(exc, Exception):
+                raise
         else:
             self._done.set_result(None)
