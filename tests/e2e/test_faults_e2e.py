@@ -96,3 +96,22 @@ def test_demo_crawl_survives_crashes_duplicates_and_throttling(
     twice = {p: n for p, n in faulty.requests.items() if n > 1 and not p.startswith(NOT_PAGES)}
     print("fetched more than once:", twice)
     assert len(twice) <= 0.01 * len(fetched_faulty), twice  # strict: with 47 URLs, none
+
+
+@pytest.mark.heavy
+@pytest.mark.timeout(900)
+def test_crashes_after_the_fetch_republish_instead_of_refetching(
+    local_cloud: LocalCloud, tmp_path: Path
+) -> None:
+    """Half the worker invocations die at a point after their fetches (before the first publish, after a results
+    part, after enqueueing): every page is still fetched exactly once, the batch's journal is republished."""
+    after = ("after_fetch", "after_results", "after_enqueue")
+    faulty = _crawl(local_cloud, tmp_path, FaultSettings(crash_rate=0.5, crash_points=after, seed=3))
+    assert faulty.faults is not None
+    print("injected:", faulty.faults)
+    assert faulty.execution == "SUCCEEDED"
+    assert all(faulty.faults.crashes[p] > 0 for p in after), faulty.faults.crashes
+    fetched = {p for p in faulty.requests if not p.startswith(NOT_PAGES)}
+    assert sorted(DEMO_EXPECTED.crawlable - fetched) == []
+    twice = {p: n for p, n in faulty.requests.items() if n > 1 and not p.startswith(NOT_PAGES)}
+    assert twice == {}
