@@ -30,6 +30,9 @@ from seolens_core.politeness import (
 from seolens_core.settings import CrawlSettings, PolitenessSettings
 
 LEASE_MARGIN_S = 30.0
+WAKE_EARLY_S = 0.015
+"""A granted slot wakes its worker this much early: DNS, the pooled connection and the request are ready
+when the slot starts, and only the request head waits for it (in the fetcher's send gate)."""
 START_GUARD_S = 0.02
 """Added to every spacing: a request may reach the host this much later than its slot (timer wake-up,
 connection set-up on a loaded machine) without coming closer than the delay to the next one. 10 ms was
@@ -140,6 +143,7 @@ class PacingGate:
                 clock=self._clock,
                 sleep=self._sleep,
                 recheck_lead_s=store.read_lead_s,
+                wake_early_s=WAKE_EARLY_S,
             )
 
         reservation = await ask()
@@ -275,10 +279,11 @@ async def paced_fetch(
     """Fetch `url` in a pacing slot of `host` (every request to a host goes through here: pages and
     sitemaps; robots.txt has its own schedule).
 
-    A request that reaches the wire later than half the slot's slack would squeeze the gap to the next
-    worker's slot below the delay: the fetcher abandons it unsent (its start limit is checked right before
-    the request head is written) and the slot is given back unused; another one is taken. The other half
-    of the slack covers the path from that check to the host.
+    The worker wakes `WAKE_EARLY_S` before the slot, the fetcher gets the connection ready and then waits in
+    its send gate until the slot starts. A request that would reach the wire later than half the slot's
+    slack would squeeze the gap to the next worker's slot below the delay: the fetcher abandons it unsent
+    (the limit is checked right before the request head is written) and the slot is given back unused;
+    another one is taken. The other half of the slack covers the path from that check to the host.
     """
     for _ in range(LATE_RETRIES):
         try:
@@ -287,17 +292,18 @@ async def paced_fetch(
             return Wait(until=clock() + 1.0, reason="contention")
         if not isinstance(slot, Ticket):
             return slot
-        wait = slot.start_at - clock()
-        if wait > 0:
-            await sleep(wait)
         start_by = slot.start_at + slot.slack_s * ON_TIME_SHARE
 
-        def on_time(start_by: float = start_by) -> bool:
+        async def at_start(start_at: float = slot.start_at, start_by: float = start_by) -> bool:
+            # Called with the connection ready and the request built: wait out the slot here, at the last
+            # moment, so set-up time is never taken from the slot.
+            if (wait := start_at - clock()) > 0:
+                await sleep(wait)
             return clock() <= start_by
 
-        if on_time():
+        if clock() <= start_by:
             result = await fetcher.fetch(
-                url, headers=settings.secret_headers(), method="GET", may_send=on_time
+                url, headers=settings.secret_headers(), method="GET", may_send=at_start
             )
             if result.error is None or result.error.kind is not FetchErrorKind.LATE_START:
                 return PacedFetch(slot, result)

@@ -155,12 +155,13 @@ class Fetcher:
         *,
         headers: Mapping[str, str] | None = None,
         method: str = "GET",
-        may_send: Callable[[], bool] | None = None,
+        may_send: Callable[[], Awaitable[bool]] | None = None,
     ) -> FetchResult:
         """Fetch `url` once; never raises for network or protocol trouble (it is in `result.error`).
 
-        `may_send` is asked right before the request head is written (the connection is ready); False
-        abandons the request unsent, error kind LATE_START: a paced start must not slip towards the next slot.
+        `may_send` is awaited right before the request head is written (the connection is ready; it may wait
+        for the request's start time); False abandons the request unsent, error kind LATE_START: a paced start
+        must not slip towards the next slot.
         """
         started = time.perf_counter()
         try:
@@ -177,7 +178,7 @@ class Fetcher:
         headers: Mapping[str, str],
         method: str,
         started: float,
-        may_send: Callable[[], bool] | None,
+        may_send: Callable[[], Awaitable[bool]] | None,
     ) -> FetchResult:
         parsed = httpx.URL(url)
         host = parsed.host
@@ -206,13 +207,19 @@ class Fetcher:
             "Host": parsed.netloc.decode("ascii"),
         }
         sent_at: list[float] = []
+        gated = 0.0  # time spent waiting in `may_send`: not the host's, so not in TTFB
 
         async def on_event(event: str, info: Mapping[str, object]) -> None:
-            # httpcore calls this right before the head is written, with no await in between: the last
-            # moment a late request can still be abandoned without anything reaching the host.
+            # httpcore awaits this right before the head is written, with no other await in between: the
+            # last moment a late request can still be abandoned without anything reaching the host.
+            nonlocal gated
             if event.endswith("send_request_headers.started"):
-                if may_send is not None and not may_send():
-                    raise _LateStart("the connection was ready after the request's start limit")
+                if may_send is not None:
+                    asked = time.perf_counter()
+                    go = await may_send()
+                    gated = time.perf_counter() - asked
+                    if not go:
+                        raise _LateStart("the connection was ready after the request's start limit")
                 sent_at.append(time.time())
 
         request = self._client.build_request(
@@ -220,7 +227,7 @@ class Fetcher:
         )
         response = await self._client.send(request, stream=True)
         try:
-            ttfb_ms = (time.perf_counter() - started) * 1000
+            ttfb_ms = (time.perf_counter() - started - gated) * 1000
             chunks: list[bytes] = []
             size = 0
             truncated = False
@@ -242,7 +249,7 @@ class Fetcher:
             body=b"".join(chunks),
             truncated=truncated,
             ttfb_ms=ttfb_ms,
-            total_ms=(time.perf_counter() - started) * 1000,
+            total_ms=(time.perf_counter() - started - gated) * 1000,
             http_version=response.http_version,
             address=verdict.address,
             sent_at=sent_at[0] if sent_at else None,

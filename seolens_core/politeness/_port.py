@@ -47,8 +47,10 @@ async def acquire(
     sleep: Callable[[float], Awaitable[object]],
     max_late_retries: int = 3,
     recheck_lead_s: float | None = None,
+    wake_early_s: float = 0.0,
 ) -> Reservation:
-    """Reserve and sleep until the granted start; return Granted only when the caller may start *now*.
+    """Reserve and sleep until the granted start; return Granted only when the caller may start *now*
+    (or, with `wake_early_s`, that much before: the caller prepares its request and waits the rest itself).
 
     A start later than the grant's slack would squeeze the gap to the next worker's slot below the
     delay, so such a slot is given back unused and a new one reserved. With `recheck_lead_s` (a read's
@@ -72,7 +74,7 @@ async def acquire(
                     until=max(state.blocked_until, state.next_allowed_at),
                     reason=DeferReason.SUSPENDED if suspended else DeferReason.BLOCKED,
                 )
-        while (wait := reservation.start_at - clock()) > 0:
+        while (wait := reservation.start_at - wake_early_s - clock()) > 0:
             await sleep(wait)
         if clock() - reservation.start_at <= reservation.slack_s:
             return reservation

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from seolens_core.crawl._pacing import LATE_RETRIES, PacedFetch, paced_fetch
@@ -65,11 +65,11 @@ class FakeFetcher:
         *,
         headers: object = None,
         method: str = "GET",
-        may_send: Callable[[], bool] | None = None,
+        may_send: Callable[[], Awaitable[bool]] | None = None,
     ) -> FetchResult:
         self.clock.now += self.ready_after[self.asked]
         self.asked += 1
-        if may_send is not None and not may_send():
+        if may_send is not None and not await may_send():
             return FetchResult(url=url, error=FetchError(FetchErrorKind.LATE_START, "late"))
         self.sent.append(self.clock.now)
         return FetchResult(url=url, status=200, sent_at=self.clock.now)
@@ -100,7 +100,8 @@ def test_waits_for_the_slot_and_sends_on_time() -> None:
     fetcher = FakeFetcher(clock, [0.005])
     got = _run(pacing, fetcher, clock)
     assert isinstance(got, PacedFetch) and got.ticket.lease_id == "a"
-    assert fetcher.sent == [1000.405] and pacing.given_back == []
+    # the connection was ready early; the request head waited for the slot in the send gate
+    assert fetcher.sent == [1000.4] and pacing.given_back == []
 
 
 def test_a_connection_ready_after_half_the_slack_is_abandoned_and_the_slot_given_back() -> None:
@@ -110,7 +111,7 @@ def test_a_connection_ready_after_half_the_slack_is_abandoned_and_the_slot_given
     got = _run(pacing, fetcher, clock)
     assert isinstance(got, PacedFetch) and got.ticket.lease_id == "b"
     assert pacing.given_back == ["a"]
-    assert fetcher.sent == [1001.002]
+    assert fetcher.sent == [1001.0]
 
 
 def test_exactly_half_the_slack_is_still_on_time() -> None:
@@ -133,7 +134,7 @@ def test_a_wake_up_already_late_does_not_even_connect() -> None:
 def test_gives_up_after_repeated_late_starts_with_a_short_wait() -> None:
     clock = Clock()
     pacing = FakePacing(clock, [_ticket(str(i), 1000.0 + i) for i in range(LATE_RETRIES)])
-    fetcher = FakeFetcher(clock, [0.5] * LATE_RETRIES)
+    fetcher = FakeFetcher(clock, [1.5] * LATE_RETRIES)
     got = _run(pacing, fetcher, clock)
     assert isinstance(got, Wait) and got.reason == "late"
     assert got.until > clock.now and fetcher.sent == []

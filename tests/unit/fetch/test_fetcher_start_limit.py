@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -19,7 +19,9 @@ def server() -> Iterator[FixtureServer]:
         yield srv
 
 
-def _fetch(server: FixtureServer, may_send: Callable[[], bool] | None, times: int = 1) -> list[FetchResult]:
+def _fetch(
+    server: FixtureServer, may_send: Callable[[], Awaitable[bool]] | None, times: int = 1
+) -> list[FetchResult]:
     async def go() -> list[FetchResult]:
         host, port = server.host_port("site")
         fetcher = Fetcher(
@@ -37,7 +39,7 @@ def test_a_refused_start_reaches_nobody(server: FixtureServer) -> None:
     server.clear_log()
     asked: list[float] = []
 
-    def refuse() -> bool:
+    async def refuse() -> bool:
         asked.append(time.time())
         return False
 
@@ -51,7 +53,11 @@ def test_a_refused_start_reaches_nobody(server: FixtureServer) -> None:
 def test_an_allowed_start_is_sent_and_timed(server: FixtureServer) -> None:
     server.clear_log()
     before = time.time()
-    [result] = _fetch(server, lambda: True)
+
+    async def go() -> bool:
+        return True
+
+    [result] = _fetch(server, go)
     assert result.status == 200
     assert result.sent_at is not None and before <= result.sent_at <= time.time()
     assert [r.path for r in server.log("site")] == ["/"]
@@ -60,7 +66,28 @@ def test_an_allowed_start_is_sent_and_timed(server: FixtureServer) -> None:
 def test_a_refusal_on_a_kept_alive_connection_does_not_break_the_next_request(server: FixtureServer) -> None:
     server.clear_log()
     answers = iter([True, False, True])
-    results = _fetch(server, lambda: next(answers), times=3)
+
+    async def next_answer() -> bool:
+        return next(answers)
+
+    results = _fetch(server, next_answer, times=3)
     assert [r.status for r in results] == [200, None, 200]
     assert results[1].error is not None and results[1].error.kind is FetchErrorKind.LATE_START
     assert len(server.log("site")) == 2
+
+
+def test_the_gate_may_hold_the_request_until_its_start_and_that_wait_is_not_ttfb(
+    server: FixtureServer,
+) -> None:
+    server.clear_log()
+    start_at = time.time() + 0.3
+
+    async def at_start() -> bool:
+        await asyncio.sleep(max(0.0, start_at - time.time()))
+        return True
+
+    [result] = _fetch(server, at_start)
+    assert result.status == 200 and result.sent_at is not None and result.sent_at >= start_at
+    [record] = server.log("site")
+    assert record.start_wall >= start_at  # the server saw it at the start, not before
+    assert result.ttfb_ms is not None and result.ttfb_ms < 250  # the 0.3 s gate wait is not the host's

@@ -300,3 +300,30 @@ def test_acquire_without_a_block_starts_on_time_after_the_recheck() -> None:
 
     answer = asyncio.run(main())
     assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at)
+
+
+def test_acquire_can_wake_its_caller_a_little_before_the_slot() -> None:
+    import asyncio
+
+    from seolens_core.politeness import InMemoryHostPacing, acquire
+
+    class Clock:
+        now = 1000.0
+
+        def __call__(self) -> float:
+            return self.now
+
+    clock = Clock()
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
+
+    async def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    async def main() -> object:
+        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
+        return await acquire(
+            store, "h", "a", lease_ttl_s=30, max_local_wait_s=5, clock=clock, sleep=sleep, wake_early_s=0.015
+        )
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at - 0.015)
