@@ -107,6 +107,7 @@ class Container:
                 self.dead_letters,
                 self.pacing,
                 extra_outputs=[_html_report],
+                clean_work=True,
             )
         )
 

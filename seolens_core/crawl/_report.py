@@ -61,7 +61,6 @@ from seolens_core.audit import (
 from seolens_core.crawl._findings import describe
 from seolens_core.crawl._inlinks import (
     DEFAULT_EDGE_BUDGET,
-    DEFAULT_SHARDS,
     InlinkCounter,
     shard_of,
     start_cursor,
@@ -86,11 +85,12 @@ class ReportServices:
     dead_letters: FrontierQueue | None
     pacing: PacingGate | None = None
     clock: Callable[[], float] = time.time
-    inlink_shards: int = DEFAULT_SHARDS
+    inlink_shards: int = 1
+    """The fewest inlink/depth shards; more are used as the crawl's size asks (`inlink_shards()`)."""
     inlink_edge_budget: int = DEFAULT_EDGE_BUDGET
     orphans_budget_s: float = 240.0  # work per Orphans invocation before handing back to the loop
-    # Delete the scratch objects under crawls/{id}/reportwork/ at the end (needs s3:DeleteObject, which the
-    # ReportRole does not grant yet; until then they stay with the crawl's other objects).
+    # Delete the scratch objects under crawls/{id}/reportwork/ at the end (the ReportRole grants s3:DeleteObject
+    # there and only there).
     clean_work: bool = False
     extra_outputs: list[
         Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], dict[str, bytes]]
@@ -426,7 +426,7 @@ class Reporter:
     ) -> dict[str, Any]:
         """Resume the inlink map/reduce and depth search from the checkpoint; to the end when `budget_s` is None."""
         cursor = await self.inlinks.load(crawl_id) or start_cursor(
-            inlink_shards(self.s.inlink_shards, record.settings.max_pages)
+            inlink_shards(self.s.inlink_shards, _urls_finished(record))
         )
         return await self.inlinks.run(
             crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
@@ -781,15 +781,25 @@ def count_inlinks(links: Iterable[dict[str, Any]]) -> Counter[str]:
 PAGES_PER_INLINK_SHARD = 4_000  # ~160k edges at 40 links a page: one reduce or depth step stays small
 
 
-def inlink_shards(minimum: int, max_pages: int | None) -> int:
-    """Shards of the inlink map/reduce and depth search for a crawl of up to `max_pages` pages: `minimum`
-    doubled until a shard holds about `PAGES_PER_INLINK_SHARD` pages (from 16: 16 up to 64k pages, 256 for
-    1M), at most 1024."""
-    wanted = -(-(max_pages or 0) // PAGES_PER_INLINK_SHARD)
+def inlink_shards(minimum: int, urls: int) -> int:
+    """Shards of the inlink map/reduce and depth search for a crawl that finished `urls` URLs (the Orphans step
+    starts once the crawl is drained, so the size is known): `minimum` doubled until a shard holds about
+    `PAGES_PER_INLINK_SHARD` URLs (1 shard up to 4k, 256 for 1M), at most 1024. A small crawl pays a handful
+    of S3 calls for its inlinks and depths, not a fixed 16 shards' worth."""
+    wanted = -(-max(urls, 0) // PAGES_PER_INLINK_SHARD)
     shards = max(1, minimum)
     while shards < min(wanted, 1024):
         shards *= 2
     return shards
+
+
+def _urls_finished(record: CrawlRecord) -> int:
+    """URLs the crawl finished, whatever their outcome (its per-outcome counters)."""
+    return sum(v for k, v in record.counters.items() if k.startswith("n_") and k not in _NOT_URL_COUNTERS)
+
+
+_NOT_URL_COUNTERS = frozenset({"n_duplicates", "n_deferred", "n_retried", "n_bfs_held"})
+"""Counters of deliveries, not of URLs: a URL deferred three times is still one URL."""
 
 
 def _start_urls(record: CrawlRecord) -> list[str]:
