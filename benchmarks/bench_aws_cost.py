@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from seolens_core.costs import LIST_PRICES, Usage, billed_units, cost_of
 
@@ -74,9 +75,11 @@ def main() -> None:
         help="state transitions of one crawl's execution (seed, progress polls, report)",
     )
     args = parser.parse_args()
+    report_cost: dict[str, Any] = {}
 
     if args.report:
         report = json.loads(args.report.read_text(encoding="utf-8"))
+        report_cost = report.get("cost", {})
         calls = dict(report.get("aws_calls") or report.get("cost", {}).get("aws_calls", {}))
         pages = int(
             report.get("summary", {}).get("fetched") or report.get("counters", {}).get("n_fetched") or 0
@@ -143,6 +146,12 @@ def main() -> None:
         + ", ".join(f"{k} {v:.4f}" for k, v in cost.as_dict().items())
         + f"  (target <= {TARGET_USD_PER_100K})"
     )
+    measured = report_cost.get("cost_per_100k_pages_usd") if args.report else None
+    if measured is not None:
+        print(
+            f"as the crawl measured it (report.json cost: real batch item counts, the local Lambda time at each "
+            f"function's memory, the executor's transitions): ${measured:.4f} per 100,000 pages"
+        )
 
 
 if __name__ == "__main__":
