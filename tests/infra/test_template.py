@@ -58,6 +58,7 @@ ALLOWED_RESOURCES = {
         "FrontierQueue",
         "FrontierDeadLetterQueue",
         "UrlsTable",
+        "HostsTable",  # suspended hosts: their pending URLs are reported, not waited for
         "CrawlsTable",
     },
     "ReportFunction": {
