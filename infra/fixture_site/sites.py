@@ -169,6 +169,19 @@ def slow_site(
     return numbered_site(name, pages, wrap=Latency(NumberedPages(pages), climbing(start, end, over)))
 
 
+def latency_steps_site(
+    steps: Sequence[tuple[int, float]] = ((15, 0.02), (10, 0.15), (10, 0.35)),
+    end: float = 0.6,
+    pages: int = 60,
+    name: str = "latency-steps",
+) -> SiteSpec:
+    """Page latency climbs by request count, not by time: (requests, seconds) steps, then `end` seconds for
+    the rest. A crawler sees the same climb whatever its own speed; robots.txt answers at once."""
+    content = NumberedPages(pages)
+    phases = [Phase(Latency(content, seconds), requests=count) for count, seconds in steps]
+    return numbered_site(name, pages, wrap=Phased([*phases, Phase(Latency(content, end))]))
+
+
 def steady_latency_site(seconds: float = 0.3, pages: int = 20, name: str = "steady-latency") -> SiteSpec:
     """Every page takes `seconds` to answer (requests overlap, so concurrency shows); robots.txt at once."""
     return numbered_site(name, pages, wrap=Latency(NumberedPages(pages), seconds))

@@ -271,6 +271,8 @@ class BatchRun:
         self._extra_copies: set[str] = set()
         self._journal_of: dict[tuple[str, str], str] = {}
         self._open: dict[tuple[str, str], Journal] = {}
+        self._fetched = 0
+        """Records of this batch that have made their request (their outcome is not written yet)."""
 
     async def _prepare(self) -> None:
         parsed = []
@@ -320,11 +322,17 @@ class BatchRun:
         """Send the URL back to arrive at `until`; the URL stays pending. A re-send, unlike a failed record,
         never counts towards the dead-letter queue.
 
-        Re-sends go out with the batch's flush (`until` is absolute: a later send only shortens the delay),
-        batched with the new links' messages; sending each at once cost a call per deferral and put a
-        mid-batch write, where a crash loses the fetches the batch made so far, before the batch's journal."""
+        Once a record of the batch has fetched, re-sends go out with the batch's flush (`until` is absolute: a
+        later send only shortens the delay), batched with the new links' messages: a write in the middle of the
+        batch is where a crash loses the fetches the batch made so far, before its journal. Before any fetch,
+        a re-send goes at once, so a pacing deferral is back when its slot comes."""
         await self._w.s.urls.release_fetch(msg)
-        c.outgoing.append(Outgoing(msg, until))
+        if (
+            self._fetched == 0
+        ):  # nothing of this batch to lose yet: return on time (a slot must find a waiter)
+            await self._w.s.queue.send([Outgoing(msg, until)])
+        else:
+            c.outgoing.append(Outgoing(msg, until))
         c.count("n_deferred")
 
     async def _process(self, msg: FrontierMessage, c: Contribution) -> str:
@@ -413,6 +421,7 @@ class BatchRun:
             await self._defer(msg, paced.until, c)
             return "pacing_wait"
         slot, result = paced.ticket, paced.result
+        self._fetched += 1
         plan: LinkPlan | None = None
         row: dict[str, Any] | None = None
         # A WAF challenge (often a 403/503) is not transient: retrying would only knock again.

@@ -19,8 +19,8 @@ from infra.fixture_site.sites import (
     NumberedPages,
     crawl_delay_site,
     flaky_site,
+    latency_steps_site,
     retry_after_site,
-    slow_site,
     steady_latency_site,
 )
 from infra.local.runtime import CrawlRun, LocalCloud, run_crawl
@@ -129,10 +129,10 @@ def test_rate_halves_within_a_window_of_503s_then_recovers(local_cloud: LocalClo
 
 @pytest.mark.heavy
 def test_concurrency_and_rate_fall_when_latency_climbs(local_cloud: LocalCloud, tmp_path: Path) -> None:
-    # Latency climbs from 20 ms to 600 ms over the first 6 s of page requests, then stays: the first windows
-    # (10 requests each) are fast, the later ones judged slow against the learned baseline.
-    site = functools.partial(slow_site, start=0.02, end=0.6, over=6.0, pages=45, name=SITE)
-    with ProcessFixtureServer([site]) as server:
+    # Latency climbs with the request count (20 ms for 15 requests, 150 ms, 350 ms, then 600 ms), so the climb
+    # is the same whatever the crawler's own speed: the first windows (10 requests each) are fast, the later
+    # ones slow against the learned baseline.
+    with ProcessFixtureServer([functools.partial(latency_steps_site, pages=60, name=SITE)]) as server:
         _, records = crawl(
             local_cloud, server, tmp_path, window=10, initial_delay_ms=0, initial_concurrency=4
         )
