@@ -15,7 +15,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 from infra.fixture_site import _server
@@ -80,17 +79,7 @@ class ProcessFixtureServer(LogQueries):
             process.kill()
             process.wait()
 
-    def __enter__(self) -> ProcessFixtureServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def close(self) -> None:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None

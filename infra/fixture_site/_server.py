@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from infra.fixture_site._http import BadRequest, Headers, Request, chunk, parse_head, render_head
 from infra.fixture_site._routes import RouteContext, RouteLike, not_found, resolve, text
@@ -185,6 +185,28 @@ class LogQueries:
         """Every request so far (of one site, or all), in arrival order."""
         raise NotImplementedError
 
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what outlives `stop` (the log stays readable until then); called when the `with` ends."""
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        self.close()
+
     def host_port(self, site: str) -> tuple[str, int]:
         raise NotImplementedError
 
@@ -291,18 +313,6 @@ class FixtureServer(LogQueries):
         if self._sink is not None:
             self._sink.close()
             self._sink = None
-
-    def __enter__(self) -> FixtureServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # addresses
 

@@ -354,14 +354,9 @@ class HostPacingStore:
             expression = "SET leases.#l = :exp, last_start_at = :start, next_allowed_at = :start + step"
             condition = f"next_allowed_at <= :start AND {common}"
             values[":exp"] = _num(start + ttl)
-        try:
-            response = await self._update(
-                host, expression, condition=condition, names=names, values=values, returns="ALL_NEW"
-            )
-        except _ConditionFailed as failed:
-            return self._stored(failed.item, host)
-        item = response["Attributes"]
-        self._remember(host, _parse(item, self._settings))
+        item = await self._grant_write(host, expression, condition, names, values)
+        if not isinstance(item, Mapping):
+            return item
         try:
             start_at = float(item["last_start_at"]["N"])
             expires = float(item["leases"]["M"][lease_id]["N"])
@@ -415,14 +410,9 @@ class HostPacingStore:
             values |= {":last": _num(start + (k - 1) * step), ":next": _num(start + k * step)}
             expression = "SET " + ", ".join(sets) + ", last_start_at = :last, next_allowed_at = :next"
             condition = f"next_allowed_at <= :start AND {common}"
-        try:
-            response = await self._update(
-                host, expression, condition=condition, names=names, values=values, returns="ALL_NEW"
-            )
-        except _ConditionFailed as failed:
-            return self._stored(failed.item, host)
-        item = response["Attributes"]
-        self._remember(host, _parse(item, self._settings))
+        item = await self._grant_write(host, expression, condition, names, values)
+        if not isinstance(item, Mapping):
+            return item
         try:
             last = float(item["last_start_at"]["N"])
             expiries = [float(item["leases"]["M"][r.lease_id]["N"]) for r, _ in grants]
@@ -437,6 +427,20 @@ class HostPacingStore:
             )
             for i, ((r, _), expires) in enumerate(zip(grants, expiries, strict=True))
         ]
+
+    async def _grant_write(
+        self, host: str, expression: str, condition: str, names: Mapping[str, str], values: Mapping[str, Any]
+    ) -> Mapping[str, Any] | _Stored | None:
+        """A conditional grant: the item as written, or the item its condition failed on (None: no item)."""
+        try:
+            response = await self._update(
+                host, expression, condition=condition, names=names, values=values, returns="ALL_NEW"
+            )
+        except _ConditionFailed as failed:
+            return self._stored(failed.item, host)
+        item: Mapping[str, Any] = response["Attributes"]
+        self._remember(host, _parse(item, self._settings))
+        return item
 
     async def _purge(self, host: str, leases: Sequence[str]) -> None:
         """Drop expired leases (of crashed workers); unconditional, expired ids are never granted again."""

@@ -232,3 +232,40 @@ def test_backoff_grows_across_containers_and_a_late_lease_does_not_refetch(moto_
             assert slow_answer.wait_until is not None and slow_answer.wait_until >= due
 
     asyncio.run(scenario())
+
+
+def test_a_definitive_decision_is_kept_longer_than_a_failing_one(moto_server: EmbeddedMoto) -> None:
+    """A container re-reads a host's ROBOTS item after 10 s while robots.txt is failing (another worker's retry
+    may have replaced it), but keeps a fetched decision for 2 min: fewer reads per page on healthy hosts."""
+
+    async def scenario() -> None:
+        async with hosts_table(moto_server) as (client, table):
+            reads: list[str] = []
+            get_item = client.get_item
+
+            async def counting_get_item(**kwargs: Any) -> Any:
+                reads.append(kwargs["Key"]["host"]["S"])
+                return await get_item(**kwargs)
+
+            client.get_item = counting_get_item
+            now = time.time()
+            healthy, failing = HOST, "https://down.example:443"
+            gate = RobotsGate(client, table)
+            ok = FakeFetcher(200, b"User-agent: *\nDisallow: /private/\n")
+            assert (await gate.check(healthy, "/a", SETTINGS, cast(Fetcher, ok), now)).allowed
+            down = FakeFetcher(503, latency=0.0)
+            assert (
+                await gate.check(failing, "/a", SETTINGS, cast(Fetcher, down), now)
+            ).wait_until is not None
+            reads.clear()
+            later = (
+                now + 60
+            )  # past the 10 s cache, within the 2 min one and within the failing host's retry gap
+            assert not (await gate.check(healthy, "/private/x", SETTINGS, cast(Fetcher, ok), later)).allowed
+            assert (
+                await gate.check(failing, "/a", SETTINGS, cast(Fetcher, down), later)
+            ).wait_until is not None
+            assert reads == [failing]
+            assert ok.calls == 1
+
+    asyncio.run(scenario())

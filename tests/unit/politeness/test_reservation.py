@@ -19,6 +19,7 @@ from seolens_core.politeness import (
     HostPoliteness,
     InMemoryHostPacing,
     Observation,
+    Reservation,
     acquire,
     release,
     reserve,
@@ -233,38 +234,60 @@ def test_guard_widens_spacing_and_is_granted_as_slack() -> None:
     assert b.start_at - a.start_at == pytest.approx(0.11)
 
 
-def test_acquire_rechecks_a_slot_granted_ahead_and_yields_to_a_block_written_meanwhile() -> None:
-    import asyncio
+class _Clock:
+    now = 1000.0
 
-    from seolens_core.politeness import InMemoryHostPacing, Observation, acquire
+    def __call__(self) -> float:
+        return self.now
 
-    class Clock:
-        now = 1000.0
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
 
-        def __call__(self) -> float:
-            return self.now
 
-    clock = Clock()
-    settings = AimdSettings(initial_delay_ms=1000)
-    store = InMemoryHostPacing(clock, settings, busy_retry_s=1.0)
-    reads: list[float] = []
+def _second_slot(
+    *, recheck_lead_s: float | None = None, wake_early_s: float = 0.0
+) -> tuple[_Clock, InMemoryHostPacing, Reservation]:
+    """B holds the first slot of a host with a 1 s delay; A acquires the next one (at 1001.0)."""
+    clock = _Clock()
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
 
-    async def main() -> object:
+    async def main() -> Reservation:
         first = await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
         assert isinstance(first, Granted)
-        original_get = store.get
+        return await acquire(
+            store,
+            "h",
+            "a",
+            lease_ttl_s=30,
+            max_local_wait_s=5,
+            clock=clock,
+            sleep=clock.sleep,
+            recheck_lead_s=recheck_lead_s,
+            wake_early_s=wake_early_s,
+        )
 
-        async def get(host: str) -> object:
-            reads.append(clock.now)
-            return await original_get(host)
+    return clock, store, asyncio.run(main())
 
-        store.get = get  # type: ignore[method-assign,assignment]
 
-        async def sleep(seconds: float) -> None:
-            if clock.now < 1000.5 <= clock.now + seconds:  # B's 429 lands while A waits for its slot
-                await store.release("h", "b", Observation(status=429, retry_after="30"))
-            clock.now += seconds
+def test_acquire_rechecks_a_slot_granted_ahead_and_yields_to_a_block_written_meanwhile() -> None:
+    clock = _Clock()
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
+    reads: list[float] = []
+    original_get = store.get
 
+    async def get(host: str) -> HostPoliteness | None:
+        reads.append(clock.now)
+        return await original_get(host)
+
+    store.get = get  # type: ignore[method-assign]
+
+    async def sleep(seconds: float) -> None:
+        if clock.now < 1000.5 <= clock.now + seconds:  # B's 429 lands while A waits for its slot
+            await store.release("h", "b", Observation(status=429, retry_after="30"))
+        clock.now += seconds
+
+    async def main() -> Reservation:
+        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
         return await acquire(
             store, "h", "a", lease_ttl_s=30, max_local_wait_s=5, clock=clock, sleep=sleep, recheck_lead_s=0.05
         )
@@ -276,54 +299,10 @@ def test_acquire_rechecks_a_slot_granted_ahead_and_yields_to_a_block_written_mea
 
 
 def test_acquire_without_a_block_starts_on_time_after_the_recheck() -> None:
-    import asyncio
-
-    from seolens_core.politeness import InMemoryHostPacing, acquire
-
-    class Clock:
-        now = 1000.0
-
-        def __call__(self) -> float:
-            return self.now
-
-    clock = Clock()
-    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
-
-    async def sleep(seconds: float) -> None:
-        clock.now += seconds
-
-    async def main() -> object:
-        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
-        return await acquire(
-            store, "h", "a", lease_ttl_s=30, max_local_wait_s=5, clock=clock, sleep=sleep, recheck_lead_s=0.05
-        )
-
-    answer = asyncio.run(main())
+    clock, _, answer = _second_slot(recheck_lead_s=0.05)
     assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at)
 
 
 def test_acquire_can_wake_its_caller_a_little_before_the_slot() -> None:
-    import asyncio
-
-    from seolens_core.politeness import InMemoryHostPacing, acquire
-
-    class Clock:
-        now = 1000.0
-
-        def __call__(self) -> float:
-            return self.now
-
-    clock = Clock()
-    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
-
-    async def sleep(seconds: float) -> None:
-        clock.now += seconds
-
-    async def main() -> object:
-        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
-        return await acquire(
-            store, "h", "a", lease_ttl_s=30, max_local_wait_s=5, clock=clock, sleep=sleep, wake_early_s=0.015
-        )
-
-    answer = asyncio.run(main())
+    clock, _, answer = _second_slot(wake_early_s=0.015)
     assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at - 0.015)
