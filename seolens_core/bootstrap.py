@@ -7,6 +7,7 @@ reused across invocations (clients are never built per invocation).
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections.abc import Coroutine
 from functools import cached_property
@@ -44,6 +45,10 @@ class Container:
     def clients(self) -> AwsClients:
         if self._clients is None:
             self._clients = self.run(AwsClients().open())
+            # What the cold start built (modules, service models, clients) lives as long as the environment:
+            # out of the collector's sight, a full collection no longer walks it (measured: 90-120 ms pauses
+            # mid-crawl, which made paced requests miss their slots).
+            gc.freeze()
         return self._clients
 
     @cached_property

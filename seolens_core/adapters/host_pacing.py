@@ -35,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from seolens_core.politeness import (
     DEFAULT_SETTINGS,
+    SAME_SLOT_S,
     AimdSettings,
     BlockReason,
     CorruptState,
@@ -304,6 +305,33 @@ class HostPacingStore:
 
             stored = await self._control(host, stored, decide)
         return stored.state
+
+    async def slide(self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float) -> Granted | None:
+        """One conditional UpdateItem: the missed slot starts at `now + lead` if it is still the latest grant
+        (`last_start_at` is its start), no block came meanwhile and the lease is still held (see `slide`)."""
+        now = self._clock()
+        start = now + self._lead()
+        if start <= start_at:
+            return None
+        expression = "SET leases.#l = :exp, last_start_at = :start, next_allowed_at = :start + step"
+        condition = (
+            "attribute_exists(leases.#l) AND last_start_at BETWEEN :lo AND :hi AND blocked_until <= :start"
+        )
+        values = {
+            ":exp": _num(start + lease_ttl_s),
+            ":start": _num(start),
+            ":lo": _num(start_at - SAME_SLOT_S),
+            ":hi": _num(start_at + SAME_SLOT_S),
+        }
+        item = await self._grant_write(host, expression, condition, {"#l": lease_id}, values)
+        if not isinstance(item, Mapping):
+            return None
+        try:
+            moved = float(item["last_start_at"]["N"])
+            expires = float(item["leases"]["M"][lease_id]["N"])
+        except (KeyError, ValueError) as exc:
+            raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
+        return Granted(start_at=moved, lease_id=lease_id, lease_expires_at=expires, slack_s=self._guard)
 
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
         """Apply the robots Crawl-delay: one GetItem, and a write only when it changes something."""

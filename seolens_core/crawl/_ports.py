@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,11 +56,23 @@ class Wait:
 
 class PacingPort(Protocol):
     async def acquire(
-        self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float
-    ) -> Ticket | Wait: ...
+        self,
+        origin: str,
+        settings: CrawlSettings,
+        floor_s: float | None,
+        now: float,
+        on_granted: Callable[[], object] | None = None,
+    ) -> Ticket | Wait:
+        """A slot (waited for until shortly before its start) or when to come back; `on_granted` runs as
+        soon as the slot is granted, so the caller's preparation overlaps the wait."""
+        ...
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None: ...
 
     async def give_back(self, ticket: Ticket) -> None: ...
+
+    async def slide(self, ticket: Ticket) -> Ticket | None:
+        """The missed slot moved to the earliest start, or given back (None)."""
+        ...
 
     def drain_timeline(self) -> dict[str, list[WindowReport]]: ...

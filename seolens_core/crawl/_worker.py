@@ -18,11 +18,11 @@ from typing import Any
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
-from seolens_core.adapters.urls import DONE, Journal, UrlStore
+from seolens_core.adapters.urls import DONE, FetchClaim, Journal, UrlStore
 from seolens_core.audit import detect_waf
 from seolens_core.crawl._commit import BatchCommit, Contribution
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
-from seolens_core.crawl._pacing import PacedFetch, paced_fetch
+from seolens_core.crawl._pacing import PacedFetch, Unclaimed, paced_fetch
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
 from seolens_core.crawl._ports import PacingPort, RobotsPort
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
@@ -318,15 +318,19 @@ class BatchRun:
         self.outcomes[outcome] += 1
         return outcome
 
-    async def _defer(self, msg: FrontierMessage, until: float, c: Contribution) -> None:
+    async def _defer(
+        self, msg: FrontierMessage, until: float, c: Contribution, *, claimed: bool = False
+    ) -> None:
         """Send the URL back to arrive at `until`; the URL stays pending. A re-send, unlike a failed record,
         never counts towards the dead-letter queue.
 
         Once a record of the batch has fetched, re-sends go out with the batch's flush (`until` is absolute: a
         later send only shortens the delay), batched with the new links' messages: a write in the middle of the
         batch is where a crash loses the fetches the batch made so far, before its journal. Before any fetch,
-        a re-send goes at once, so a pacing deferral is back when its slot comes."""
-        await self._w.s.urls.release_fetch(msg)
+        a re-send goes at once, so a pacing deferral is back when its slot comes. A URL this delivery had
+        claimed (`claimed`) is given back first, so that the re-sent copy can claim it."""
+        if claimed:
+            await self._w.s.urls.release_fetch(msg)
         if (
             self._fetched == 0
         ):  # nothing of this batch to lose yet: return on time (a slot must find a waiter)
@@ -382,18 +386,6 @@ class BatchRun:
             c.outgoing.append(Outgoing(replace(msg, holds=msg.holds + 1), s.clock() + BFS_HOLD_S))
             c.count("n_bfs_held")
             return "bfs_hold"
-        # Exclusive claim before any request: a second delivery of this URL (SQS is at-least-once, a parent
-        # retry re-sends its children) finds it leased or done and never knocks on the host twice.
-        claim = await s.urls.claim_fetch(
-            msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S
-        )
-        if not claim.granted:
-            if claim.held_until is None:
-                c.count("n_duplicates")
-                return "duplicate"
-            c.outgoing.append(Outgoing(msg, claim.held_until + 1.0))
-            c.count("n_deferred")
-            return "leased_elsewhere"
         now = s.clock()
         answer = await s.robots.check(host, url.path_query, settings, ctx.fetcher, now)
         if answer.wait_until is not None:
@@ -406,9 +398,37 @@ class BatchRun:
             c.finished.append((msg, host, "disallowed"))
             c.count("n_disallowed")
             return "disallowed"
+        # Exclusive claim before the request: a second delivery of this URL (SQS is at-least-once, a parent
+        # retry re-sends its children) finds it leased or done and never knocks on the host twice. It is
+        # taken once a slot is granted, while the worker waits for the slot (see `paced_fetch`).
+        claim: FetchClaim | None = None
+
+        async def take_claim() -> bool:
+            nonlocal claim
+            claim = await s.urls.claim_fetch(
+                msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S
+            )
+            return claim.granted
+
         paced = await paced_fetch(
-            s.pacing, ctx.fetcher, url.url, host, settings, answer.crawl_delay_s, clock=s.clock, sleep=s.sleep
+            s.pacing,
+            ctx.fetcher,
+            url.url,
+            host,
+            settings,
+            answer.crawl_delay_s,
+            clock=s.clock,
+            sleep=s.sleep,
+            claim=take_claim,
         )
+        if isinstance(paced, Unclaimed):
+            assert claim is not None
+            if claim.held_until is None:
+                c.count("n_duplicates")
+                return "duplicate"
+            c.outgoing.append(Outgoing(msg, claim.held_until + 1.0))
+            c.count("n_deferred")
+            return "leased_elsewhere"
         if not isinstance(paced, PacedFetch):
             if paced.reason == "suspended":
                 detail = (
@@ -418,7 +438,7 @@ class BatchRun:
                 c.finished.append((msg, host, "suspended"))
                 c.count("n_not_crawled")
                 return "suspended"
-            await self._defer(msg, paced.until, c)
+            await self._defer(msg, paced.until, c, claimed=claim is not None and claim.granted)
             return "pacing_wait"
         slot, result = paced.ticket, paced.result
         self._fetched += 1

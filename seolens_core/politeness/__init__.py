@@ -22,6 +22,7 @@ from ._memory import InMemoryHostPacing
 from ._observation import ERROR_STATUSES, RATE_LIMIT_STATUSES, Observation, parse_retry_after
 from ._port import HostPacing, acquire
 from ._reservation import (
+    SAME_SLOT_S,
     DeferReason,
     Deferred,
     Granted,
@@ -31,6 +32,7 @@ from ._reservation import (
     release_group,
     reserve,
     reserve_group,
+    slide,
 )
 from ._settings import AimdSettings
 from ._state import BlockReason, HostPoliteness, Verdict, Window, WindowReport
@@ -40,6 +42,7 @@ __all__ = [
     "ERROR_STATUSES",
     "RATE_LIMIT_STATUSES",
     "RELEASE_WINDOW_S",
+    "SAME_SLOT_S",
     "AimdSettings",
     "BatchHostPacing",
     "BlockReason",
@@ -74,4 +77,5 @@ __all__ = [
     "reserve",
     "reserve_group",
     "set_floor",
+    "slide",
 ]

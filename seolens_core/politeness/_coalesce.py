@@ -43,6 +43,10 @@ class BatchHostPacing(Protocol):
         self, host: str, returns: Sequence[tuple[str, Observation | None]]
     ) -> HostPoliteness: ...
 
+    async def slide(
+        self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float
+    ) -> Granted | None: ...
+
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness: ...
 
     async def get(self, host: str) -> HostPoliteness | None: ...
@@ -155,6 +159,9 @@ class CoalescingPacing:
 
     def _idle(self, host: str) -> asyncio.Event:
         return self._idles.setdefault(host, asyncio.Event())
+
+    async def slide(self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float) -> Granted | None:
+        return await self.inner.slide(host, lease_id, start_at, lease_ttl_s=lease_ttl_s)
 
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
         return await self.inner.set_floor(host, floor_ms)

@@ -6,7 +6,16 @@ from collections.abc import Callable, Sequence
 
 from ._controller import DEFAULT_SETTINGS, set_floor
 from ._observation import Observation
-from ._reservation import Reservation, SlotRequest, release, release_group, reserve, reserve_group
+from ._reservation import (
+    Granted,
+    Reservation,
+    SlotRequest,
+    release,
+    release_group,
+    reserve,
+    reserve_group,
+    slide,
+)
 from ._settings import AimdSettings
 from ._state import HostPoliteness
 
@@ -53,6 +62,13 @@ class InMemoryHostPacing:
         state = release(self._load(host), lease_id, observation, self._clock(), self._settings)
         self._states[host] = state
         return state
+
+    async def slide(self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float) -> Granted | None:
+        state, moved = slide(
+            self._load(host), self._clock(), lease_id, start_at, lease_ttl_s, guard_s=self._guard_s
+        )
+        self._states[host] = state
+        return moved
 
     async def reserve_many(self, host: str, requests: Sequence[SlotRequest]) -> tuple[Reservation, ...]:
         state, answers = reserve_group(

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from ._observation import Observation
-from ._reservation import DeferReason, Deferred, Reservation
+from ._reservation import DeferReason, Deferred, Granted, Reservation
 from ._state import BlockReason, HostPoliteness
 
 
@@ -21,6 +21,10 @@ class HostPacing(Protocol):
 
     async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
         """Return the lease and feed the controller what the request saw."""
+        ...
+
+    async def slide(self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float) -> Granted | None:
+        """Move a slot its holder missed to the earliest start, if none was granted after it (see `slide`)."""
         ...
 
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
@@ -48,21 +52,26 @@ async def acquire(
     max_late_retries: int = 3,
     recheck_lead_s: float | None = None,
     wake_early_s: float = 0.0,
+    on_granted: Callable[[], object] | None = None,
 ) -> Reservation:
     """Reserve and sleep until the granted start; return Granted only when the caller may start *now*
     (or, with `wake_early_s`, that much before: the caller prepares its request and waits the rest itself).
 
     A start later than the grant's slack would squeeze the gap to the next worker's slot below the
-    delay, so such a slot is given back unused and a new one reserved. With `recheck_lead_s` (a read's
-    round trip), a slot granted well ahead is re-read that long before its start: a 429/503 another worker
-    got meanwhile blocks the host, and the slot is given back instead of knocking inside the block.
+    delay: the slot slides to the earliest start when nobody holds a later one, else it is given back
+    unused and a new one reserved. With `recheck_lead_s` (a read's round trip), a slot granted well ahead
+    is re-read that long before its start: a 429/503 another worker got meanwhile blocks the host, and
+    the slot is given back instead of knocking inside the block. `on_granted` is called as soon as a slot
+    is granted, before the wait: the caller's own preparation (e.g. its claim on the URL) overlaps it.
     """
-    for _ in range(max_late_retries + 1):
-        reservation = await pacing.reserve(
-            host, lease_id, lease_ttl_s=lease_ttl_s, max_local_wait_s=max_local_wait_s
-        )
+    reservation = await pacing.reserve(
+        host, lease_id, lease_ttl_s=lease_ttl_s, max_local_wait_s=max_local_wait_s
+    )
+    for attempt in range(max_late_retries + 1):
         if isinstance(reservation, Deferred):
             return reservation
+        if on_granted is not None:
+            on_granted()
         wait = reservation.start_at - clock()
         if recheck_lead_s is not None and wait > RECHECK_AHEAD * recheck_lead_s:
             await sleep(wait - recheck_lead_s)
@@ -78,5 +87,15 @@ async def acquire(
             await sleep(wait)
         if clock() - reservation.start_at <= reservation.slack_s:
             return reservation
+        moved = None
+        if attempt < max_late_retries:
+            moved = await pacing.slide(host, lease_id, reservation.start_at, lease_ttl_s=lease_ttl_s)
+        if moved is not None:
+            reservation = moved
+            continue
         await pacing.release(host, lease_id, None)
+        if attempt < max_late_retries:
+            reservation = await pacing.reserve(
+                host, lease_id, lease_ttl_s=lease_ttl_s, max_local_wait_s=max_local_wait_s
+            )
     return Deferred(until=clock(), reason=DeferReason.PACING)

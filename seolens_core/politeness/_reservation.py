@@ -100,6 +100,45 @@ def reserve(
     )
 
 
+SAME_SLOT_S = 1e-4
+"""Two grants' starts are at least one step (delay + guard) apart: a start within this is the same slot."""
+
+
+def slide(
+    state: HostPoliteness,
+    now: float,
+    lease_id: str,
+    start_at: float,
+    lease_ttl_s: float,
+    *,
+    lead_s: float = 0.0,
+    guard_s: float = 0.0,
+) -> tuple[HostPoliteness, Granted | None]:
+    """Move a granted slot its holder missed (it woke too late) to `now + lead_s`, if no slot was granted
+    after it; None: the slot must be given back unused.
+
+    Only a later start than granted, and only for the latest grant: the gap to the request before grows and
+    the next grant follows the new start by a full step, so the host never sees two starts closer than the
+    delay. Without it a late wake-up leaves a whole step unused (one missed slot per event-loop stall).
+    """
+    new_start = now + lead_s
+    if (
+        lease_id not in state.live_leases(now)
+        or abs(state.last_start_at - start_at) > SAME_SLOT_S
+        or new_start <= start_at
+        or state.blocked_until > new_start
+    ):
+        return state, None
+    expires_at = new_start + lease_ttl_s
+    moved = replace(
+        state,
+        leases={**state.live_leases(now), lease_id: expires_at},
+        next_allowed_at=new_start + state.delay_ms / 1000 + guard_s,
+        last_start_at=new_start,
+    )
+    return moved, Granted(start_at=new_start, lease_id=lease_id, lease_expires_at=expires_at, slack_s=guard_s)
+
+
 def release(
     state: HostPoliteness,
     lease_id: str,

@@ -69,13 +69,16 @@ def test_crawl_delay_is_kept_between_every_two_starts(local_cloud: LocalCloud, t
     assert min(gaps) >= 0.5, sorted(gaps)[:5]
 
 
-@pytest.mark.heavy  # 0.962 alone (4 of 4 runs); ~0.93 late in the full suite when one slot finds no waiter
 def test_crawl_delay_rate_uses_the_allowed_budget(local_cloud: LocalCloud, tmp_path: Path) -> None:
     with ProcessFixtureServer([functools.partial(crawl_delay_site, 0.5, pages=30, name=SITE)]) as server:
         _, records = crawl(local_cloud, server, tmp_path)
-    pages = [r for r in records if r.path.startswith("/p/")]  # all known at once: the queue is never empty
+    pages = [r for r in records if r.path.startswith("/p/")]
     assert len(pages) == 30
-    assert rate(pages) >= 0.95 * (1 / 0.5)
+    # From the first page on, all 30 pages are known (the frontier is never empty): every request the
+    # host sees counts against its budget, the seeder's sitemap probes included.
+    first = min(r.start for r in pages)
+    busy = sorted((r for r in records if r.start >= first), key=lambda r: r.start)
+    assert rate(busy) >= 0.95 * (1 / 0.5), sorted(b.start - a.start for a, b in itertools.pairwise(busy))
 
 
 # (b) Retry-After

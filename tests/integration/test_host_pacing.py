@@ -194,6 +194,32 @@ def test_contract_group_reserve_and_release(run_with_store: Callable[..., None])
     run_with_store(scenario, AimdSettings(initial_delay_ms=200, initial_concurrency=3))
 
 
+def test_contract_a_missed_slot_slides_only_while_it_is_the_latest_grant(
+    run_with_store: Callable[..., None],
+) -> None:
+    async def scenario(store: HostPacing, clock: FakeClock) -> None:
+        a = await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=1)
+        b = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=1)
+        assert isinstance(a, Granted) and isinstance(b, Granted)
+        clock.now = T0 + 0.25  # b (T0 + 0.2) woke 50 ms late; nobody holds a later slot
+        moved = await store.slide(HOST, "b", b.start_at, lease_ttl_s=30)
+        assert isinstance(moved, Granted) and moved.start_at == pytest.approx(T0 + 0.25)
+        assert moved.lease_expires_at == pytest.approx(T0 + 30.25)
+        c = await store.reserve(HOST, "c", lease_ttl_s=30, max_local_wait_s=1)
+        assert isinstance(c, Granted) and c.start_at == pytest.approx(T0 + 0.45)  # a full step after b
+        clock.now = T0 + 0.3
+        # a is not the latest grant any more, b's old start is gone: neither may move
+        assert await store.slide(HOST, "a", T0, lease_ttl_s=30) is None
+        assert await store.slide(HOST, "b", b.start_at, lease_ttl_s=30) is None
+        await store.release(HOST, "a", Observation(status=429, retry_after="3"))
+        clock.now = T0 + 0.5  # c missed its slot, but the host is blocked now
+        assert await store.slide(HOST, "c", c.start_at, lease_ttl_s=30) is None
+        state = await store.get(HOST)
+        assert state is not None and state.last_start_at == pytest.approx(T0 + 0.45)
+
+    run_with_store(scenario, AimdSettings(initial_delay_ms=200, initial_concurrency=3))
+
+
 # --- adapter specifics ---------------------------------------------------------------------------
 
 

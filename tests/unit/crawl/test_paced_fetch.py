@@ -1,4 +1,5 @@
-"""paced_fetch: a slot is used only if the request head can leave on time; late slots go back unused."""
+"""paced_fetch: a slot is used only if the request head can leave on time; a late slot slides (when the
+store can move it) or goes back unused."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from seolens_core.crawl._pacing import LATE_RETRIES, PacedFetch, paced_fetch
+from seolens_core.crawl._pacing import LATE_RETRIES, PacedFetch, Unclaimed, paced_fetch
 from seolens_core.crawl._ports import Ticket, Wait
 from seolens_core.fetch import FetchError, FetchErrorKind, FetchResult
 from seolens_core.politeness import PacingContention, WindowReport
@@ -31,13 +32,26 @@ class FakePacing:
     clock: Clock
     slots: list[Ticket | Wait | Exception]
     given_back: list[str] = field(default_factory=list)
+    moves: list[float | None] = field(default_factory=list)
+    """What each `slide` answers: the moved start, or None (the store could not: given back)."""
+    slid: list[str] = field(default_factory=list)
+    granted_at: list[float] = field(default_factory=list)
 
     async def acquire(
-        self, origin: str, settings: CrawlSettings, floor_s: float | None, now: float
+        self,
+        origin: str,
+        settings: CrawlSettings,
+        floor_s: float | None,
+        now: float,
+        on_granted: Callable[[], object] | None = None,
     ) -> Ticket | Wait:
         slot = self.slots.pop(0)
         if isinstance(slot, Exception):
             raise slot
+        if isinstance(slot, Ticket) and on_granted is not None:
+            self.granted_at.append(self.clock.now)
+            on_granted()
+            await asyncio.sleep(0)  # the real gate waits for the slot here: the claim runs meanwhile
         return slot
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
@@ -45,6 +59,14 @@ class FakePacing:
 
     async def give_back(self, ticket: Ticket) -> None:
         self.given_back.append(ticket.lease_id)
+
+    async def slide(self, ticket: Ticket) -> Ticket | None:
+        self.slid.append(ticket.lease_id)
+        moved = self.moves.pop(0) if self.moves else None
+        if moved is None:
+            await self.give_back(ticket)
+            return None
+        return _ticket(ticket.lease_id, moved, ticket.slack_s)
 
     def drain_timeline(self) -> dict[str, list[WindowReport]]:
         return {}
@@ -92,6 +114,35 @@ def _run(pacing: FakePacing, fetcher: FakeFetcher, clock: Clock) -> PacedFetch |
             sleep=clock.sleep,
         )
     )
+
+
+def _run_claiming(
+    pacing: FakePacing, fetcher: FakeFetcher, clock: Clock, claim: Callable[[], Awaitable[bool]]
+) -> PacedFetch | Wait | Unclaimed:
+    return asyncio.run(
+        paced_fetch(
+            pacing,
+            fetcher,  # type: ignore[arg-type]
+            "http://h/",
+            "http://h",
+            SETTINGS,
+            0.5,
+            clock=clock,
+            sleep=clock.sleep,
+            claim=claim,
+        )
+    )
+
+
+class Claims:
+    """A claim on the URL that answers `granted` and records when it was taken."""
+
+    def __init__(self, clock: Clock, granted: bool) -> None:
+        self.clock, self.granted, self.taken_at = clock, granted, list[float]()
+
+    async def __call__(self) -> bool:
+        self.taken_at.append(self.clock.now)
+        return self.granted
 
 
 def test_waits_for_the_slot_and_sends_on_time() -> None:
@@ -147,3 +198,51 @@ def test_a_deferral_and_contention_pass_through_as_waits() -> None:
     assert _run(FakePacing(clock, [deferred]), FakeFetcher(clock, []), clock) == deferred
     got = _run(FakePacing(clock, [PacingContention("busy")]), FakeFetcher(clock, []), clock)
     assert isinstance(got, Wait) and got.reason == "contention"
+
+
+def test_a_late_slot_that_can_slide_is_used_at_its_new_start_without_a_new_reservation() -> None:
+    clock = Clock()
+    pacing = FakePacing(clock, [_ticket("a", 1000.0)], moves=[1000.05])
+    fetcher = FakeFetcher(clock, [0.011, 0.002])  # late for 1000.0, on time for the moved start
+    got = _run(pacing, fetcher, clock)
+    assert isinstance(got, PacedFetch) and got.ticket == _ticket("a", 1000.05)
+    assert pacing.slid == ["a"] and pacing.given_back == [] and pacing.slots == []
+    assert fetcher.sent == [1000.05]
+
+
+def test_a_slot_still_held_when_retries_run_out_is_given_back() -> None:
+    clock = Clock()
+    pacing = FakePacing(clock, [_ticket("a", 1000.0)], moves=[1000.0 + i for i in range(1, LATE_RETRIES + 1)])
+    fetcher = FakeFetcher(clock, [1.5] * LATE_RETRIES)
+    got = _run(pacing, fetcher, clock)
+    assert isinstance(got, Wait) and got.reason == "late"
+    assert pacing.given_back == ["a"] and fetcher.sent == []
+    assert len(pacing.slid) == LATE_RETRIES - 1  # the last late slot goes straight back
+
+
+def test_the_claim_is_taken_once_when_the_slot_is_granted_and_the_request_follows() -> None:
+    clock = Clock()
+    pacing = FakePacing(clock, [_ticket("a", 1000.0), _ticket("b", 1001.0)])
+    fetcher = FakeFetcher(clock, [0.011, 0.002])  # late for a: a second slot is taken
+    claims = Claims(clock, granted=True)
+    got = _run_claiming(pacing, fetcher, clock, claims)
+    assert isinstance(got, PacedFetch) and got.ticket.lease_id == "b"
+    assert claims.taken_at == [pacing.granted_at[0]]  # at the first grant, before its wait; never again
+    assert fetcher.sent == [1001.0]
+
+
+def test_a_refused_claim_sends_nothing_and_gives_the_slot_back() -> None:
+    clock = Clock()
+    pacing = FakePacing(clock, [_ticket("a", 1000.4)])
+    fetcher = FakeFetcher(clock, [0.0])
+    got = _run_claiming(pacing, fetcher, clock, Claims(clock, granted=False))
+    assert isinstance(got, Unclaimed)
+    assert fetcher.asked == 0 and pacing.given_back == ["a"]
+
+
+def test_no_slot_no_claim() -> None:
+    clock = Clock()
+    claims = Claims(clock, granted=True)
+    deferred = Wait(until=1010.0, reason="pacing")
+    got = _run_claiming(FakePacing(clock, [deferred]), FakeFetcher(clock, []), clock, claims)
+    assert got == deferred and claims.taken_at == []

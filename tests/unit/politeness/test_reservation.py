@@ -23,6 +23,7 @@ from seolens_core.politeness import (
     acquire,
     release,
     reserve,
+    slide,
 )
 
 T0 = 1_700_000_000.0
@@ -125,7 +126,7 @@ def test_reserve_validates(bad: dict[str, float]) -> None:
 
 ops = st.lists(
     st.tuples(
-        st.sampled_from(["reserve", "release", "release_429", "release_slow"]),
+        st.sampled_from(["reserve", "release", "release_429", "release_slow", "slide"]),
         st.integers(0, 4),  # worker id
         st.floats(0, 0.4),  # time step
     ),
@@ -141,9 +142,9 @@ def test_property_spacing_and_concurrency_hold_under_any_interleaving(
     cfg = AimdSettings(window=5)
     s = HostPoliteness.initial(cfg)
     now = T0
-    starts: list[tuple[float, int]] = []  # (start, delay_ms at grant)
-    held: dict[int, float] = {}
-    for op, worker, step in steps:
+    starts: dict[str, tuple[float, int]] = {}  # slot (lease + n) -> (start, delay_ms at grant)
+    held: dict[int, str] = {}
+    for n, (op, worker, step) in enumerate(steps):
         now += step
         lease = f"w{worker}"
         if op == "reserve":
@@ -152,10 +153,17 @@ def test_property_spacing_and_concurrency_hold_under_any_interleaving(
             if isinstance(r, Granted) and worker not in held:
                 assert live_before < limit
                 assert len(s.live_leases(now)) == live_before + 1
-                starts.append((r.start_at, s.delay_ms))
-                held[worker] = r.lease_expires_at
+                held[worker] = f"{lease}-{n}"
+                starts[held[worker]] = (r.start_at, s.delay_ms)
             elif isinstance(r, Deferred):
                 assert r.until >= now
+        elif op == "slide":  # the holder woke late: its slot, unused, moves to now if nothing came after it
+            slot = held.get(worker)
+            before = starts.get(slot, (0.0, 0))[0] if slot else 0.0
+            s, moved = slide(s, now, lease, before, 1.0)
+            if moved is not None:
+                assert slot is not None and moved.start_at == now > before
+                starts[slot] = (moved.start_at, s.delay_ms)
         else:
             obs = {
                 "release": Observation(status=200, ttfb_ms=10),
@@ -165,7 +173,7 @@ def test_property_spacing_and_concurrency_hold_under_any_interleaving(
             s = release(s, lease, obs, now, cfg)
             held.pop(worker, None)
         assert len(s.live_leases(now)) <= max(s.concurrency, cfg.max_concurrency)
-    ordered = sorted(starts)
+    ordered = sorted(starts.values())
     for (first, delay_ms), (second, _) in itertools.pairwise(ordered):
         assert second - first >= delay_ms / 1000 - 1e-9
 
@@ -200,11 +208,36 @@ def test_acquire_waits_for_the_slot() -> None:
     assert asyncio.run(scenario()) == [T0, pytest.approx(T0 + 0.3)]
 
 
-def test_acquire_gives_back_a_slot_it_would_start_late() -> None:
+def test_acquire_slides_a_slot_it_would_start_late_when_no_later_slot_was_granted() -> None:
     clock = FakeClock(T0)
     store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=300, initial_concurrency=2))
+    overslept = []
 
     async def oversleep(seconds: float) -> None:
+        clock.now += seconds + (0.05 if not overslept else 0.0)  # one stall of 50 ms
+        overslept.append(seconds)
+
+    async def scenario() -> None:
+        await store.reserve("h", "first", lease_ttl_s=30, max_local_wait_s=1)
+        r = await acquire(
+            store, "h", "late", lease_ttl_s=30, max_local_wait_s=1, clock=clock, sleep=oversleep
+        )
+        # the slot at T0+0.3 was missed by 50 ms: it moved to the wake-up time instead of being lost
+        assert isinstance(r, Granted) and r.start_at == pytest.approx(T0 + 0.35) == clock.now
+        state = await store.get("h")
+        assert state is not None and set(state.leases) == {"first", "late"}
+        assert state.next_allowed_at == pytest.approx(T0 + 0.65)
+
+    asyncio.run(scenario())
+
+
+def test_acquire_gives_back_a_late_slot_when_a_later_one_was_granted() -> None:
+    clock = FakeClock(T0)
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=300, initial_concurrency=3))
+
+    async def oversleep(seconds: float) -> None:
+        if "after" not in ((await store.get("h")) or HostPoliteness(0, 1)).leases:
+            await store.reserve("h", "after", lease_ttl_s=30, max_local_wait_s=1)  # granted T0+0.6
         clock.now += seconds + 0.05
 
     async def scenario() -> None:
@@ -221,9 +254,38 @@ def test_acquire_gives_back_a_slot_it_would_start_late() -> None:
         )
         assert isinstance(r, Deferred)
         state = await store.get("h")
-        assert state is not None and set(state.leases) == {"first"}
+        assert state is not None and set(state.leases) == {"first", "after"}
 
     asyncio.run(scenario())
+
+
+def test_slide_moves_only_the_latest_grant_and_only_later() -> None:
+    s, _ = reserve(host(100, 3), T0, "a", 30, 5, guard_s=0.01)
+    s, b = reserve(s, T0, "b", 30, 5, guard_s=0.01)
+    assert isinstance(b, Granted) and b.start_at == pytest.approx(T0 + 0.11)
+    late = T0 + 0.15
+    moved_state, moved = slide(s, late, "b", b.start_at, 30, lead_s=0.02, guard_s=0.01)
+    assert moved == Granted(start_at=late + 0.02, lease_id="b", lease_expires_at=late + 30.02, slack_s=0.01)
+    assert moved_state.next_allowed_at == pytest.approx(late + 0.02 + 0.11)
+    assert moved_state.last_start_at == late + 0.02
+    # "a" is not the latest grant: moving it would come closer than the delay to "b"
+    assert slide(s, late, "a", T0, 30)[1] is None
+    # not late: nothing to move
+    assert slide(s, T0 + 0.05, "b", b.start_at, 30)[1] is None
+    # a block written meanwhile: the slot goes back instead
+    blocked = replace(s, blocked_until=T0 + 5)
+    assert slide(blocked, late, "b", b.start_at, 30)[1] is None
+    # a lease that expired or was never granted
+    assert slide(s, late, "zz", b.start_at, 30)[1] is None
+    assert slide(s, T0 + 31, "b", b.start_at, 30)[1] is None
+
+
+def test_slide_keeps_a_raised_delay_from_the_new_start() -> None:
+    s, a = reserve(host(100, 2), T0, "a", 30, 5)
+    assert isinstance(a, Granted)
+    raised = replace(s, delay_ms=400)  # a window closed meanwhile and backed off
+    moved_state, moved = slide(raised, T0 + 0.03, "a", T0, 30)
+    assert moved is not None and moved_state.next_allowed_at == pytest.approx(T0 + 0.43)
 
 
 def test_guard_widens_spacing_and_is_granted_as_slack() -> None:
