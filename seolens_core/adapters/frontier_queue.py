@@ -27,7 +27,13 @@ class Outgoing:
     not_before: float = 0.0
 
     def delay_s(self, now: float) -> int:
-        return max(0, min(MAX_SQS_DELAY_S, math.ceil(self.not_before - now)))
+        """Whole seconds (SQS's unit), to the nearest: a message comes back within half a second of
+        `not_before` instead of up to a second late. A time still ahead is never rounded to 0 (a message
+        that would come back at once, find its condition unchanged and be re-sent, over and over)."""
+        ahead = self.not_before - now
+        if ahead <= 0:
+            return 0
+        return max(1, min(MAX_SQS_DELAY_S, math.floor(ahead + 0.5)))
 
 
 class SendFailed(RuntimeError):
@@ -72,3 +78,47 @@ class FrontierQueue:
                 break
             bodies.extend(m["Body"] for m in batch)
         return bodies
+
+
+class SendGroup:
+    """Sends made within `window_s` of each other go out together (SendMessageBatch, ten per call).
+
+    The records of one SQS batch that find no pacing slot give up at about the same moment (their local
+    waits started together): one call for all of them instead of one each, and no burst of calls that
+    delays the requests other records are about to send. Each caller returns once its message is sent, and
+    sees the error if the send failed.
+    """
+
+    def __init__(self, queue: FrontierQueue, window_s: float = 0.05) -> None:
+        self._queue = queue
+        self._window_s = window_s
+        self._pending: tuple[list[Outgoing], asyncio.Future[None]] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.calls = 0
+
+    async def send(self, outgoing: Outgoing) -> None:
+        if self._pending is None:
+            loop = asyncio.get_running_loop()
+            self._pending = ([], loop.create_future())
+            task = loop.create_task(self._send_later(self._pending))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        items, sent = self._pending
+        items.append(outgoing)
+        await asyncio.shield(sent)
+
+    async def _send_later(self, group: tuple[list[Outgoing], asyncio.Future[None]]) -> None:
+        await asyncio.sleep(self._window_s)
+        if self._pending is group:
+            self._pending = None
+        items, sent = group
+        self.calls += 1
+        try:
+            await self._queue.send(items)
+        except BaseException as exc:
+            sent.set_exception(exc)
+            sent.exception()  # retrieved here; every caller re-raises it
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            sent.set_result(None)

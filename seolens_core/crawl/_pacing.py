@@ -37,6 +37,8 @@ START_GUARD_S = 0.015
 """Added to every spacing: a request may reach the host this much later than its slot (timer wake-up,
 connection set-up on a loaded machine) without coming closer than the delay to the next one. 10 ms was
 seen to be too little (0.482 s between starts at a 0.5 s Crawl-delay with 2 busy cores)."""
+COME_BACK_MARGIN_S = 0.5
+"""A re-sent message arrives within this of the time asked (SQS delays are whole seconds, rounded)."""
 BUSY_POLL_S = 0.3
 """Longest pause between local re-asks while every slot of a host is leased and no lease of this
 container on that host comes back (the holders are in other containers)."""
@@ -213,16 +215,21 @@ class PacingGate:
                 freed.notify(1)
 
     def _come_back_at(self, deferred: Deferred, settings: CrawlSettings) -> float:
-        """When a deferred message should be received again.
+        """When a deferred message should be received again (a re-send arrives within half a second of it,
+        see `Outgoing.delay_s`).
 
         A pacing deferral names the slot it could not wait for; the message comes back when that slot is
         within local-wait reach, so some worker is always waiting for the next slot and none goes unused
-        (coming back exactly at the slot would leave it empty for the re-delivery latency). Blocks and
-        concurrency deferrals come back at the time named.
+        (coming back at the slot would leave it empty for the re-delivery latency). A concurrency deferral
+        names the time a slot is likely free: the message comes back a little before and waits there. A
+        block comes back just after its end, never inside it.
         """
+        now = self._clock()
         if deferred.reason is DeferReason.PACING:
-            return max(self._clock(), deferred.until - settings.politeness.max_local_wait_s)
-        return deferred.until
+            return max(now, deferred.until - settings.politeness.max_local_wait_s + COME_BACK_MARGIN_S)
+        if deferred.reason is DeferReason.CONCURRENCY:
+            return max(now, deferred.until - COME_BACK_MARGIN_S)
+        return deferred.until + COME_BACK_MARGIN_S
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
         store, _ = self._leases.pop(ticket.lease_id)

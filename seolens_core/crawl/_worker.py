@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
-from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
+from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing, SendGroup
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import DONE, FetchClaim, Journal, UrlStore
 from seolens_core.audit import detect_waf
@@ -273,6 +273,7 @@ class BatchRun:
         self._open: dict[tuple[str, str], Journal] = {}
         self._fetched = 0
         """Records of this batch that have made their request (their outcome is not written yet)."""
+        self._resends = SendGroup(worker.s.queue)
 
     async def _prepare(self) -> None:
         parsed = []
@@ -334,7 +335,7 @@ class BatchRun:
         if (
             self._fetched == 0
         ):  # nothing of this batch to lose yet: return on time (a slot must find a waiter)
-            await self._w.s.queue.send([Outgoing(msg, until)])
+            await self._resends.send(Outgoing(msg, until))
         else:
             c.outgoing.append(Outgoing(msg, until))
         c.count("n_deferred")

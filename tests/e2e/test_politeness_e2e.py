@@ -78,7 +78,8 @@ def test_crawl_delay_rate_uses_the_allowed_budget(local_cloud: LocalCloud, tmp_p
     # host sees counts against its budget, the seeder's sitemap probes included.
     first = min(r.start for r in pages)
     busy = sorted((r for r in records if r.start >= first), key=lambda r: r.start)
-    assert rate(busy) >= 0.95 * (1 / 0.5), sorted(b.start - a.start for a, b in itertools.pairwise(busy))
+    gaps = [(round(a.start - first, 2), round(b.start - a.start, 3)) for a, b in itertools.pairwise(busy)]
+    assert rate(busy) >= 0.95 * (1 / 0.5), [g for g in gaps if g[1] > 0.53]
 
 
 # (b) Retry-After
