@@ -3,19 +3,22 @@ from the fixture server's request log, for 1 host and for N hosts crawled togeth
 
     python benchmarks/bench_politeness.py [--hosts 20] [--pages 20] [--delay 0.5] [--workers 4]
 
-Only page requests (/p/*) count: they are all known once '/' is parsed, so the host always has work.
+Counted: every request the host sees from its first page request on (the sitemap probes of the seeder share
+the budget), robots.txt aside; the pages are all known by then, so the host always has work. The fixture
+sites are served from a child process (`ProcessFixtureServer`), so the crawler's pauses do not skew the log.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from infra.fixture_site import FixtureServer, RequestRecord
+from infra.fixture_site import ProcessFixtureServer, RequestRecord
 from infra.fixture_site.sites import crawl_delay_site
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.settings import CrawlSettings
@@ -23,7 +26,11 @@ from seolens_core.settings import CrawlSettings
 
 def utilisation(records: list[RequestRecord], delay: float) -> tuple[float, float]:
     """(achieved / allowed, smallest gap between two starts)."""
-    starts = sorted(r.start for r in records if r.path.startswith("/p/"))
+    pages = [r.start for r in records if r.path.startswith("/p/")]
+    if not pages:
+        return 0.0, float("nan")
+    first = min(pages)
+    starts = sorted(r.start for r in records if r.start >= first and not r.path.startswith("/robots.txt"))
     if len(starts) < 2:
         return 0.0, float("nan")
     achieved = (len(starts) - 1) / (starts[-1] - starts[0])
@@ -33,8 +40,8 @@ def utilisation(records: list[RequestRecord], delay: float) -> tuple[float, floa
 
 def run(cloud: LocalCloud, hosts: int, pages: int, delay: float, workers: int) -> None:
     names = [f"h{i:02d}" for i in range(hosts)]
-    sites = [crawl_delay_site(delay, pages=pages, name=n) for n in names]
-    with FixtureServer(sites) as server, tempfile.TemporaryDirectory() as out:
+    sites = [functools.partial(crawl_delay_site, delay, pages=pages, name=n) for n in names]
+    with ProcessFixtureServer(sites) as server, tempfile.TemporaryDirectory() as out:
         allow = tuple(f"{ip}:{port}" for ip, port in (server.host_port(n) for n in names))
         settings = CrawlSettings(
             start_urls=tuple(server.url(n, "/") for n in names),
