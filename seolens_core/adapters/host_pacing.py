@@ -357,11 +357,6 @@ class HostPacingStore:
         stored = await self._read(host)
         return None if stored is None else stored.state
 
-    def idle(self, host: str) -> bool:
-        """As last seen here: the host's next start is not beyond `now + lead` (a host never seen counts as
-        idle). A grant on an idle host starts within one write's round trip."""
-        return not self._busy.get(host, False)
-
     @property
     def read_lead_s(self) -> float:
         """How long before a start to ask `get` so the answer is back in time (the round trip, with margin)."""
