@@ -94,7 +94,6 @@ class SendGroup:
         self._window_s = window_s
         self._pending: tuple[list[Outgoing], asyncio.Future[None]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.calls = 0
 
     async def send(self, outgoing: Outgoing) -> None:
         if self._pending is None:
@@ -112,7 +111,6 @@ class SendGroup:
         if self._pending is group:
             self._pending = None
         items, sent = group
-        self.calls += 1
         try:
             await self._queue.send(items)
         except BaseException as exc:

@@ -324,14 +324,7 @@ class HostPacingStore:
             ":hi": _num(start_at + SAME_SLOT_S),
         }
         item = await self._grant_write(host, expression, condition, {"#l": lease_id}, values)
-        if not isinstance(item, Mapping):
-            return None
-        try:
-            moved = float(item["last_start_at"]["N"])
-            expires = float(item["leases"]["M"][lease_id]["N"])
-        except (KeyError, ValueError) as exc:
-            raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
-        return Granted(start_at=moved, lease_id=lease_id, lease_expires_at=expires, slack_s=self._guard)
+        return self._granted(host, item, lease_id) if isinstance(item, Mapping) else None
 
     async def set_floor(self, host: str, floor_ms: int) -> HostPoliteness:
         """Apply the robots Crawl-delay: one GetItem, and a write only when it changes something."""
@@ -383,8 +376,10 @@ class HostPacingStore:
             condition = f"next_allowed_at <= :start AND {common}"
             values[":exp"] = _num(start + ttl)
         item = await self._grant_write(host, expression, condition, names, values)
-        if not isinstance(item, Mapping):
-            return item
+        return self._granted(host, item, lease_id) if isinstance(item, Mapping) else item
+
+    def _granted(self, host: str, item: Mapping[str, Any], lease_id: str) -> Granted:
+        """The single slot a grant write gave `lease_id`: it starts at the item's `last_start_at`."""
         try:
             start_at = float(item["last_start_at"]["N"])
             expires = float(item["leases"]["M"][lease_id]["N"])

@@ -44,6 +44,23 @@ BUSY_POLL_S = 0.3
 container on that host comes back (the holders are in other containers)."""
 
 
+def come_back_at(deferred: Deferred, now: float, max_local_wait_s: float) -> float:
+    """When a deferred message should be received again (a re-send arrives within half a second of it,
+    see `Outgoing.delay_s`).
+
+    A pacing deferral names the slot it could not wait for; the message comes back when that slot is
+    within local-wait reach, so some worker is always waiting for the next slot and none goes unused
+    (coming back at the slot would leave it empty for the re-delivery latency). A concurrency deferral
+    names the time a slot is likely free: the message comes back a little before and waits there. A
+    block comes back just after its end, never inside it.
+    """
+    if deferred.reason is DeferReason.PACING:
+        return max(now, deferred.until - max_local_wait_s + COME_BACK_MARGIN_S)
+    if deferred.reason is DeferReason.CONCURRENCY:
+        return max(now, deferred.until - COME_BACK_MARGIN_S)
+    return deferred.until + COME_BACK_MARGIN_S
+
+
 def aimd_settings(p: PolitenessSettings) -> AimdSettings:
     return AimdSettings(
         window=p.window,
@@ -177,7 +194,10 @@ class PacingGate:
             finally:
                 self._poll_turn(origin).release()
         if isinstance(reservation, Deferred):
-            return Wait(until=self._come_back_at(reservation, settings), reason=reservation.reason.value)
+            return Wait(
+                until=come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s),
+                reason=reservation.reason.value,
+            )
         self._leases[lease_id] = (pacing, lease_ttl_s)
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
@@ -213,23 +233,6 @@ class PacingGate:
         if freed is not None:
             async with freed:
                 freed.notify(1)
-
-    def _come_back_at(self, deferred: Deferred, settings: CrawlSettings) -> float:
-        """When a deferred message should be received again (a re-send arrives within half a second of it,
-        see `Outgoing.delay_s`).
-
-        A pacing deferral names the slot it could not wait for; the message comes back when that slot is
-        within local-wait reach, so some worker is always waiting for the next slot and none goes unused
-        (coming back at the slot would leave it empty for the re-delivery latency). A concurrency deferral
-        names the time a slot is likely free: the message comes back a little before and waits there. A
-        block comes back just after its end, never inside it.
-        """
-        now = self._clock()
-        if deferred.reason is DeferReason.PACING:
-            return max(now, deferred.until - settings.politeness.max_local_wait_s + COME_BACK_MARGIN_S)
-        if deferred.reason is DeferReason.CONCURRENCY:
-            return max(now, deferred.until - COME_BACK_MARGIN_S)
-        return deferred.until + COME_BACK_MARGIN_S
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
         store, _ = self._leases.pop(ticket.lease_id)

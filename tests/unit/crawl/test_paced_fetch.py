@@ -7,10 +7,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from seolens_core.crawl._pacing import LATE_RETRIES, PacedFetch, Unclaimed, paced_fetch
+import pytest
+
+from seolens_core.crawl._pacing import LATE_RETRIES, PacedFetch, Unclaimed, come_back_at, paced_fetch
 from seolens_core.crawl._ports import Ticket, Wait
 from seolens_core.fetch import FetchError, FetchErrorKind, FetchResult
-from seolens_core.politeness import PacingContention, WindowReport
+from seolens_core.politeness import DeferReason, Deferred, PacingContention, WindowReport
 from seolens_core.settings import CrawlSettings
 
 SETTINGS = CrawlSettings(start_urls=("http://example.com/",))
@@ -101,23 +103,11 @@ def _ticket(lease: str, start_at: float, slack: float = 0.02) -> Ticket:
     return Ticket(origin="http://h", lease_id=lease, start_at=start_at, slack_s=slack)
 
 
-def _run(pacing: FakePacing, fetcher: FakeFetcher, clock: Clock) -> PacedFetch | Wait:
-    return asyncio.run(
-        paced_fetch(
-            pacing,
-            fetcher,  # type: ignore[arg-type]
-            "http://h/",
-            "http://h",
-            SETTINGS,
-            0.5,
-            clock=clock,
-            sleep=clock.sleep,
-        )
-    )
-
-
-def _run_claiming(
-    pacing: FakePacing, fetcher: FakeFetcher, clock: Clock, claim: Callable[[], Awaitable[bool]]
+def _run(
+    pacing: FakePacing,
+    fetcher: FakeFetcher,
+    clock: Clock,
+    claim: Callable[[], Awaitable[bool]] | None = None,
 ) -> PacedFetch | Wait | Unclaimed:
     return asyncio.run(
         paced_fetch(
@@ -129,7 +119,7 @@ def _run_claiming(
             0.5,
             clock=clock,
             sleep=clock.sleep,
-            claim=claim,
+            claim=claim,  # type: ignore[arg-type]
         )
     )
 
@@ -225,7 +215,7 @@ def test_the_claim_is_taken_once_when_the_slot_is_granted_and_the_request_follow
     pacing = FakePacing(clock, [_ticket("a", 1000.0), _ticket("b", 1001.0)])
     fetcher = FakeFetcher(clock, [0.011, 0.002])  # late for a: a second slot is taken
     claims = Claims(clock, granted=True)
-    got = _run_claiming(pacing, fetcher, clock, claims)
+    got = _run(pacing, fetcher, clock, claims)
     assert isinstance(got, PacedFetch) and got.ticket.lease_id == "b"
     assert claims.taken_at == [pacing.granted_at[0]]  # at the first grant, before its wait; never again
     assert fetcher.sent == [1001.0]
@@ -235,7 +225,7 @@ def test_a_refused_claim_sends_nothing_and_gives_the_slot_back() -> None:
     clock = Clock()
     pacing = FakePacing(clock, [_ticket("a", 1000.4)])
     fetcher = FakeFetcher(clock, [0.0])
-    got = _run_claiming(pacing, fetcher, clock, Claims(clock, granted=False))
+    got = _run(pacing, fetcher, clock, Claims(clock, granted=False))
     assert isinstance(got, Unclaimed)
     assert fetcher.asked == 0 and pacing.given_back == ["a"]
 
@@ -244,5 +234,22 @@ def test_no_slot_no_claim() -> None:
     clock = Clock()
     claims = Claims(clock, granted=True)
     deferred = Wait(until=1010.0, reason="pacing")
-    got = _run_claiming(FakePacing(clock, [deferred]), FakeFetcher(clock, []), clock, claims)
+    got = _run(FakePacing(clock, [deferred]), FakeFetcher(clock, []), clock, claims)
     assert got == deferred and claims.taken_at == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "until", "expected"),
+    [
+        (DeferReason.PACING, 1005.0, 1003.5),  # half a second inside the 2 s local-wait reach of the slot
+        (DeferReason.PACING, 1001.0, 1000.0),  # already within reach: at once
+        (DeferReason.CONCURRENCY, 1003.0, 1002.5),  # a little before a slot is likely free
+        (DeferReason.CONCURRENCY, 1000.2, 1000.0),
+        (DeferReason.BLOCKED, 1030.0, 1030.5),  # never inside a block
+        (DeferReason.SUSPENDED, 1030.0, 1030.5),
+    ],
+)
+def test_a_deferred_message_comes_back_where_a_rounded_sqs_delay_still_lands_usefully(
+    reason: DeferReason, until: float, expected: float
+) -> None:
+    assert come_back_at(Deferred(until=until, reason=reason), 1000.0, 2.0) == expected
