@@ -24,6 +24,9 @@ DONE = "done"
 JOURNAL_MARK = "~j-"
 """Sort-key prefix of a batch's publication marker (not hex, so never a url_key; sorts after them)."""
 JOURNAL_BODY = "~b-"
+TRANSACT_MAX_ITEMS = 100
+"""DynamoDB's limit of actions per TransactWriteItems."""
+TRANSACT_ATTEMPTS = 4
 JOURNAL_MAX_BYTES = 300_000
 """Compressed journal bodies above this are not stored (the batch then publishes before it finishes)."""
 
@@ -146,7 +149,7 @@ class UrlStore:
             self._seen.add(*ident, owner)
             if item.get("url_state", {}).get("S") in (QUEUED, FETCHING) and owner == (msg.parent or "seed"):
                 winners.append(msg)
-        results = await asyncio.gather(*(self._put_new(m, h, now) for m, h in to_put))
+        results = await self._put_new_many(to_put, now)
         new: list[FrontierMessage] = []
         for (msg, _), won in zip(to_put, results, strict=True):
             if won:
@@ -154,6 +157,54 @@ class UrlStore:
                 winners.append(msg)
                 new.append(msg)
         return Claimed(winners, new)
+
+    async def _put_new_many(self, todo: Sequence[tuple[FrontierMessage, str]], now: float) -> list[bool]:
+        """Create the items of `todo` where none exists yet; True where this call created it.
+
+        One TransactWriteItems per 100 URLs instead of one conditional PutItem each: the existence check
+        before it makes a lost condition rare, and when one is lost the cancellation reasons name exactly
+        which, so the others go again without them (a transaction writes all or nothing). The price is two
+        write units per item instead of one; a call saved per new URL is worth more (issue 9's calls per page).
+        """
+        won = [False] * len(todo)
+        for start in range(0, len(todo), TRANSACT_MAX_ITEMS):
+            chunk = list(range(start, min(start + TRANSACT_MAX_ITEMS, len(todo))))
+            for attempt in range(TRANSACT_ATTEMPTS):
+                if not chunk:
+                    break
+                items = [
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": self._item(todo[i][0], todo[i][1], now, done_outcome=None),
+                            "ConditionExpression": "attribute_not_exists(url_key)",
+                        }
+                    }
+                    for i in chunk
+                ]
+                try:
+                    await self._client.transact_write_items(TransactItems=items)
+                except self._client.exceptions.TransactionCanceledException as exc:
+                    reasons = exc.response.get("CancellationReasons") or []
+                    if len(reasons) != len(chunk):
+                        raise
+                    # Lost conditions are final; anything else (a conflicting transaction) goes again.
+                    chunk = [
+                        i
+                        for i, r in zip(chunk, reasons, strict=True)
+                        if r.get("Code") != "ConditionalCheckFailed"
+                    ]
+                    if any(r.get("Code") not in ("None", "ConditionalCheckFailed", None) for r in reasons):
+                        await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+                    continue
+                for i in chunk:
+                    won[i] = True
+                break
+            else:  # still conflicting after every attempt: one conditional put each (never lose a URL)
+                results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in chunk))
+                for i, ok in zip(chunk, results, strict=True):
+                    won[i] = ok
+        return won
 
     async def _put_new(self, msg: FrontierMessage, host: str, now: float) -> bool:
         try:

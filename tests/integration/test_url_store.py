@@ -162,3 +162,85 @@ def test_journal_keeps_the_crawl_pending_until_closed_and_counts_once(moto_serve
             assert await store.outcomes(CRAWL) == {"fetched": 1}  # journal items are not URLs
 
     asyncio.run(scenario())
+
+
+class _RivalBeforeTransaction:
+    """The aiobotocore client, except that a rival creates `steal` items between the existence check and the
+    transaction (the race the transaction's conditions settle), and calls are counted."""
+
+    def __init__(self, client: Any, table: str, steal: list[FrontierMessage]) -> None:
+        self._client, self._table, self._steal = client, table, steal
+        self.exceptions = client.exceptions
+        self.calls: list[tuple[str, int]] = []
+
+    async def batch_get_item(self, **kwargs: Any) -> Any:
+        self.calls.append(("BatchGetItem", 0))
+        return await self._client.batch_get_item(**kwargs)
+
+    async def transact_write_items(self, **kwargs: Any) -> Any:
+        self.calls.append(("TransactWriteItems", len(kwargs["TransactItems"])))
+        rival = UrlStore(self._client, self._table)
+        stolen, self._steal = self._steal, []
+        if stolen:
+            assert len((await rival.claim(stolen, ["h"] * len(stolen), 0.0)).new) == len(stolen)
+        return await self._client.transact_write_items(**kwargs)
+
+    async def put_item(self, **kwargs: Any) -> Any:
+        self.calls.append(("PutItem", 1))
+        return await self._client.put_item(**kwargs)
+
+
+def test_many_new_urls_are_claimed_in_transactions_and_a_lost_race_loses_only_its_urls(
+    moto_server: EmbeddedMoto,
+) -> None:
+    async def scenario() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as raw:
+            table = _table(moto_server.endpoint_url)
+            children = [_msg(f"/c{i}", parent="p1") for i in range(250)]
+            stolen = [_msg(f"/c{i}", parent="p2") for i in (3, 120, 249)]
+            client = _RivalBeforeTransaction(raw, table, stolen)
+            claimed = await UrlStore(client, table).claim(children, ["h"] * len(children), 0.0)
+            lost = {m.key for m in stolen}
+            assert {m.key for m in claimed.new} == {m.key for m in children} - lost
+            assert {m.key for m in claimed.send} == {m.key for m in claimed.new}
+            # 250 URLs: one existence check, three transactions (100, 100, 50), each again without the URL
+            # the rival took meanwhile; never one write per URL.
+            writes = [c for c in client.calls if c[0] != "BatchGetItem"]
+            sizes = [100, 99, 100, 99, 50, 49]
+            assert writes == [("TransactWriteItems", n) for n in sizes], writes
+            pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
+            owners = {p.key for p in pending}
+            assert owners == {m.key for m in children}  # every URL is queued once, by one claimer
+
+    asyncio.run(scenario())
+
+
+class _AlwaysConflicting(_RivalBeforeTransaction):
+    """Every transaction is cancelled by a conflicting one (another writer's transaction on the same items)."""
+
+    async def transact_write_items(self, **kwargs: Any) -> Any:
+        n = len(kwargs["TransactItems"])
+        self.calls.append(("TransactWriteItems", n))
+        reasons = [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * (n - 1)
+        error = {"Error": {"Code": "TransactionCanceledException"}, "CancellationReasons": reasons}
+        raise self.exceptions.TransactionCanceledException(error, "TransactWriteItems")
+
+
+def test_claims_that_keep_conflicting_fall_back_to_one_conditional_put_each(
+    moto_server: EmbeddedMoto,
+) -> None:
+    async def scenario() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as raw:
+            table = _table(moto_server.endpoint_url)
+            children = [_msg(f"/k{i}", parent="p1") for i in range(3)]
+            client = _AlwaysConflicting(raw, table, [])
+            claimed = await UrlStore(client, table).claim(children, ["h"] * 3, 0.0)
+            assert {m.key for m in claimed.new} == {m.key for m in children}  # none lost
+            kinds = [c[0] for c in client.calls if c[0] != "BatchGetItem"]
+            assert kinds == ["TransactWriteItems"] * 4 + ["PutItem"] * 3, kinds
+
+    asyncio.run(scenario())
