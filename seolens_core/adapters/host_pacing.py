@@ -350,6 +350,11 @@ class HostPacingStore:
         stored = await self._read(host)
         return None if stored is None else stored.state
 
+    def outlook(self, host: str) -> tuple[float, float] | None:
+        """The host's next start and its spacing (delay + guard) as last seen here, None if never seen."""
+        seen = self._last.get(host)
+        return None if seen is None else (seen.state.next_allowed_at, seen.step)
+
     @property
     def read_lead_s(self) -> float:
         """How long before a start to ask `get` so the answer is back in time (the round trip, with margin)."""

@@ -61,6 +61,26 @@ def come_back_at(deferred: Deferred, now: float, max_local_wait_s: float) -> flo
     return deferred.until + COME_BACK_MARGIN_S
 
 
+def turn_out_of_reach(
+    outlook: tuple[float, float] | None, ahead: int, now: float, deadline: float
+) -> Deferred | None:
+    """For a waiter finding every slot leased: when its turn comes at the earliest, if only after
+    `deadline` (None: within reach, or unknown).
+
+    `outlook` is the host's next start and spacing as last seen; the `ahead` waiters of this container
+    queued before it take one slot each first (other containers' waiters only push the turn later). A
+    waiter that cannot be served within its local wait leaves at once instead of polling until the
+    deadline: no re-asks for nothing, and the batch's waiters no longer leave together in a burst.
+    """
+    if outlook is None:
+        return None
+    next_start, step = outlook
+    turn = max(next_start, now) + ahead * step
+    if turn <= deadline:
+        return None
+    return Deferred(until=turn, reason=DeferReason.PACING)
+
+
 def aimd_settings(p: PolitenessSettings) -> AimdSettings:
     return AimdSettings(
         window=p.window,
@@ -109,6 +129,8 @@ class PacingGate:
         self._leases: dict[str, tuple[CoalescingPacing, float]] = {}
         """Per lease held: its store and the lease's lifetime."""
         self._rng = random.Random()
+        self._queued: dict[str, list[object]] = {}
+        """Per origin, in arrival order: this container's callers in `acquire` (a waiter's place in line)."""
         self.busy_polls = 0
         """Local re-asks made while every slot of a host was leased (each one UpdateItem, plus a GetItem
         when still full)."""
@@ -177,22 +199,34 @@ class PacingGate:
         # All slots leased: the holders are usually waiting for their start or finishing a quick fetch, so
         # a slot frees within the local wait; re-asking beats a re-delivery. One waiter of this container
         # re-asks at a time (the others queue behind it): every re-ask is a conditional write on the host's
-        # item, and ten waiters polling apart would cost ten times the calls for the same free slot.
-        while isinstance(reservation, Deferred) and reservation.reason is DeferReason.CONCURRENCY:
-            pause = self._rng.uniform(BUSY_POLL_S / 2, BUSY_POLL_S)
-            if self._clock() + pause > min(deadline, reservation.until):
-                break
-            try:
-                async with asyncio.timeout(max(0.0, deadline - pause - self._clock())):
-                    await self._poll_turn(origin).acquire()
-            except TimeoutError:
-                break
-            try:
-                self.busy_polls += 1
-                await self._wait_for_slot(origin, pause)
-                reservation = await ask()
-            finally:
-                self._poll_turn(origin).release()
+        # item, and ten waiters polling apart would cost ten times the calls for the same free slot. A
+        # waiter whose turn is out of local-wait reach leaves at once (`turn_out_of_reach`).
+        line = self._queued.setdefault(origin, [])
+        place = object()
+        line.append(place)
+        try:
+            while isinstance(reservation, Deferred) and reservation.reason is DeferReason.CONCURRENCY:
+                ahead = line.index(place)
+                futile = turn_out_of_reach(store.outlook(origin), ahead, self._clock(), deadline)
+                if futile is not None:
+                    reservation = futile
+                    break
+                pause = self._rng.uniform(BUSY_POLL_S / 2, BUSY_POLL_S)
+                if self._clock() + pause > min(deadline, reservation.until):
+                    break
+                try:
+                    async with asyncio.timeout(max(0.0, deadline - pause - self._clock())):
+                        await self._poll_turn(origin).acquire()
+                except TimeoutError:
+                    break
+                try:
+                    self.busy_polls += 1
+                    await self._wait_for_slot(origin, pause)
+                    reservation = await ask()
+                finally:
+                    self._poll_turn(origin).release()
+        finally:
+            line.remove(place)
         if isinstance(reservation, Deferred):
             return Wait(
                 until=come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s),

@@ -679,3 +679,41 @@ def test_coalescing_cuts_updates_per_fetch_and_keeps_the_limits(
     assert len(intervals) >= 10, len(intervals)
     if delay_ms:  # each fetch's own slot, asked by ten coroutines at once: the groups pay off most
         assert coalesced < runs[False][1], (coalesced, runs[False][1])
+
+
+def test_waiters_whose_turn_is_beyond_the_local_wait_leave_at_once(moto_server: EmbeddedMoto) -> None:
+    """Eight callers of one container ask a host with 0.5 s spacing and two slots at once: two get slots,
+    the two next in line wait for theirs, and the four whose turn lies beyond the 2 s local wait leave at
+    once (a pacing deferral) instead of polling until the deadline and leaving together."""
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.crawl._ports import Ticket, Wait
+    from seolens_core.fetch import FetchResult
+    from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+    politeness = PolitenessSettings(
+        initial_delay_ms=500, initial_concurrency=2, max_concurrency=2, aimd=False, max_local_wait_s=2.0
+    )
+    settings = CrawlSettings(start_urls=("https://shop.example/",), politeness=politeness)
+
+    async def main() -> list[tuple[float, Ticket | Wait]]:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            gate = PacingGate(client, table)
+            await gate.store(settings).set_floor(HOST, 0)
+            t0 = time.time()
+
+            async def caller() -> tuple[float, Ticket | Wait]:
+                got = await gate.acquire(HOST, settings, None, time.time())
+                if isinstance(got, Ticket):
+                    ok = FetchResult(url=HOST + "/", status=200, headers={}, ttfb_ms=5.0)
+                    await gate.release(got, ok, False, time.time())
+                return time.time() - t0, got
+
+            return list(await asyncio.gather(*(caller() for _ in range(8))))
+
+    answers = asyncio.run(main())
+    slots = sorted(t for t, a in answers if isinstance(a, Ticket))
+    waits = [(t, a) for t, a in answers if isinstance(a, Wait)]
+    assert len(slots) == 4, answers
+    assert [a.reason for _, a in waits] == ["pacing"] * 4, waits
+    assert max(t for t, _ in waits) < 1.0, waits  # at once, not at the 2 s deadline

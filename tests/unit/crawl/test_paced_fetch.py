@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from seolens_core.crawl._pacing import LATE_RETRIES, PacedFetch, Unclaimed, come_back_at, paced_fetch
+from seolens_core.crawl._pacing import (
+    LATE_RETRIES,
+    PacedFetch,
+    Unclaimed,
+    come_back_at,
+    paced_fetch,
+    turn_out_of_reach,
+)
 from seolens_core.crawl._ports import Ticket, Wait
 from seolens_core.fetch import FetchError, FetchErrorKind, FetchResult
 from seolens_core.politeness import DeferReason, Deferred, PacingContention, WindowReport
@@ -253,3 +260,25 @@ def test_a_deferred_message_comes_back_where_a_rounded_sqs_delay_still_lands_use
     reason: DeferReason, until: float, expected: float
 ) -> None:
     assert come_back_at(Deferred(until=until, reason=reason), 1000.0, 2.0) == expected
+
+
+@pytest.mark.parametrize(
+    ("outlook", "ahead", "expected"),
+    [
+        (None, 5, None),  # a host never seen: no estimate, keep waiting
+        ((1001.0, 0.5), 0, None),  # next start within reach
+        ((1001.0, 0.5), 2, None),  # 1002.0 is the deadline itself: reachable
+        ((1001.0, 0.5), 3, Deferred(until=1002.5, reason=DeferReason.PACING)),
+        (
+            (1003.0, 0.5),
+            0,
+            Deferred(until=1003.0, reason=DeferReason.PACING),
+        ),  # even the next start is too far
+        ((999.0, 0.5), 4, None),  # a next start in the past counts from now: 1002.0
+        ((1000.5, 0.0), 50, None),  # no spacing: only concurrency binds, slots free at any moment
+    ],
+)
+def test_a_waiter_whose_turn_is_beyond_its_local_wait_is_told_when_it_comes(
+    outlook: tuple[float, float] | None, ahead: int, expected: Deferred | None
+) -> None:
+    assert turn_out_of_reach(outlook, ahead, 1000.0, 1002.0) == expected
