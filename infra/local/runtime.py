@@ -78,6 +78,15 @@ class LocalCloud:
         self.host.apply_environment()
         return self
 
+    def activate(self) -> None:
+        """Make this cloud the one this process's emulated Lambda environments talk to. The environment
+        is process-wide: with two clouds in one process (a test session), the one started last would
+        otherwise serve the other's crawls (its queue polled, the other's tables and queue written)."""
+        assert self.host is not None
+        os.environ["AWS_ENDPOINT_URL"] = self.endpoint_url
+        self.host.apply_environment()
+        reset_container()  # this thread's container may hold clients and resources of the other cloud
+
     def _disable_moto_triggers(self) -> None:
         """moto would run its own SQS trigger (through Docker) on every SendMessage; the emulator replaces it."""
         assert self.stack is not None
@@ -132,6 +141,7 @@ def run_crawl(
     """Run one crawl to its end (drained, budget, cancelled or failed) and download its outputs."""
     assert cloud.stack is not None and cloud.host is not None
     stack, host = cloud.stack, cloud.host
+    cloud.activate()
     app = container()
     crawl_id = crawl_id or uuid.uuid4().hex[:16]
     started = time.monotonic()

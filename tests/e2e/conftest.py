@@ -20,3 +20,11 @@ def local_cloud() -> Iterator[LocalCloud]:
         yield cloud
     finally:
         cloud.stop()
+
+
+@pytest.fixture(autouse=True)
+def _its_cloud_is_active(request: pytest.FixtureRequest) -> None:
+    """A test of `local_cloud` talks to that cloud even when another cloud of this session was started later
+    (the emulated Lambda environment is process-wide; see `LocalCloud.activate`)."""
+    if "local_cloud" in request.fixturenames:
+        request.getfixturevalue("local_cloud").activate()

@@ -146,3 +146,11 @@ def call_api(
     result = handler(event, LambdaContextStub())  # type: ignore[arg-type]
     raw = result.get("body") or ""
     return ApiAnswer(result["statusCode"], json.loads(raw) if raw else None, raw, result.get("headers", {}))
+
+
+@pytest.fixture(autouse=True)
+def _its_cloud_is_active(request: pytest.FixtureRequest) -> None:
+    """A test of `control_cloud` talks to that cloud even when another cloud of this session was started later
+    (the emulated Lambda environment is process-wide; see `LocalCloud.activate`)."""
+    if "control_cloud" in request.fixturenames:
+        request.getfixturevalue("control_cloud").activate()
