@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seolens_core.adapters._gather import CallGroup
 from seolens_core.frontier import FrontierMessage
 
 MAX_SQS_DELAY_S = 900
@@ -90,33 +91,11 @@ class SendGroup:
     """
 
     def __init__(self, queue: FrontierQueue, window_s: float = 0.05) -> None:
-        self._queue = queue
-        self._window_s = window_s
-        self._pending: tuple[list[Outgoing], asyncio.Future[None]] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        async def send_all(items: list[Outgoing]) -> list[None]:
+            await queue.send(items)
+            return [None] * len(items)
+
+        self._group: CallGroup[Outgoing, None] = CallGroup(send_all, window_s)
 
     async def send(self, outgoing: Outgoing) -> None:
-        if self._pending is None:
-            loop = asyncio.get_running_loop()
-            self._pending = ([], loop.create_future())
-            task = loop.create_task(self._send_later(self._pending))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        items, sent = self._pending
-        items.append(outgoing)
-        await asyncio.shield(sent)
-
-    async def _send_later(self, group: tuple[list[Outgoing], asyncio.Future[None]]) -> None:
-        await asyncio.sleep(self._window_s)
-        if self._pending is group:
-            self._pending = None
-        items, sent = group
-        try:
-            await self._queue.send(items)
-        except BaseException as exc:
-            sent.set_exception(exc)
-            sent.exception()  # retrieved here; every caller re-raises it
-            if not isinstance(exc, Exception):
-                raise
-        else:
-            sent.set_result(None)
+        await self._group.call(outgoing)

@@ -78,6 +78,14 @@ class Claimed:
     new: list[FrontierMessage]
 
 
+def _refused(item: dict[str, Any], now: float, lease_s: float) -> FetchClaim:
+    """A refused fetch claim, from the item as the failed condition saw it."""
+    if item.get("url_state", {}).get("S") == FETCHING:
+        held_until = float(item.get("lease_until", {}).get("N", repr(now + lease_s)))
+        return FetchClaim(False, held_until=held_until)
+    return FetchClaim(False)
+
+
 class SeenCache:
     """A bounded, per-container memory of keys known to exist and who claimed them, so repeated links cost
     no AWS call; a key this same parent claimed is never skipped (its retry must be able to re-send it)."""
@@ -223,25 +231,68 @@ class UrlStore:
         lease (come back when it ends: if that worker crashed, this copy fetches)."""
         try:
             await self._client.update_item(
-                TableName=self._table,
-                Key={"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
-                UpdateExpression="SET url_state = :f, lease_until = :l",
-                ConditionExpression="url_state = :q OR (url_state = :f AND lease_until < :now)",
-                ExpressionAttributeValues={
-                    ":f": {"S": FETCHING},
-                    ":q": {"S": QUEUED},
-                    ":l": {"N": repr(now + lease_s)},
-                    ":now": {"N": repr(now)},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **self._lease_update(msg, now, lease_s), ReturnValuesOnConditionCheckFailure="ALL_OLD"
             )
         except self._client.exceptions.ConditionalCheckFailedException as exc:
-            item = exc.response.get("Item") or {}
-            if item.get("url_state", {}).get("S") == FETCHING:
-                held_until = float(item.get("lease_until", {}).get("N", repr(now + lease_s)))
-                return FetchClaim(False, held_until=held_until)
-            return FetchClaim(False)
+            return _refused(exc.response.get("Item") or {}, now, lease_s)
         return FetchClaim(True)
+
+    async def claim_fetch_many(
+        self, asks: Sequence[tuple[FrontierMessage, float, float]]
+    ) -> list[FetchClaim]:
+        """`claim_fetch` for several URLs (message, now, lease_s) in one TransactWriteItems: the records of a
+        batch granted their slots together claim together. A refused condition is answered from the item the
+        cancellation returns; the others go again without it. Persistent conflicts, or a URL named twice,
+        fall back to one `claim_fetch` each."""
+        if len(asks) == 1:
+            return [await self.claim_fetch(*asks[0])]
+        answers: dict[int, FetchClaim] = {}
+        first: dict[tuple[str, str], int] = {}
+        todo = [i for i, (m, _, _) in enumerate(asks) if first.setdefault((m.crawl_id, m.key), i) == i]
+        for attempt in range(TRANSACT_ATTEMPTS):
+            if not todo:
+                break
+            items = [
+                {"Update": {**self._lease_update(*asks[i]), "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+                for i in todo
+            ]
+            try:
+                await self._client.transact_write_items(TransactItems=items)
+            except self._client.exceptions.TransactionCanceledException as exc:
+                reasons = exc.response.get("CancellationReasons") or []
+                if len(reasons) != len(todo):
+                    raise
+                again = []
+                for i, reason in zip(todo, reasons, strict=True):
+                    if reason.get("Code") == "ConditionalCheckFailed":
+                        _, now, lease_s = asks[i]
+                        answers[i] = _refused(reason.get("Item") or {}, now, lease_s)
+                    else:
+                        again.append(i)
+                if any(r.get("Code") not in ("None", "ConditionalCheckFailed", None) for r in reasons):
+                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+                todo = again
+                continue
+            answers.update((i, FetchClaim(True)) for i in todo)
+            todo = []
+        rest = todo + [i for i in range(len(asks)) if i not in answers and i not in todo]
+        for i in rest:
+            answers[i] = await self.claim_fetch(*asks[i])
+        return [answers[i] for i in range(len(asks))]
+
+    def _lease_update(self, msg: FrontierMessage, now: float, lease_s: float) -> dict[str, Any]:
+        return {
+            "TableName": self._table,
+            "Key": {"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
+            "UpdateExpression": "SET url_state = :f, lease_until = :l",
+            "ConditionExpression": "url_state = :q OR (url_state = :f AND lease_until < :now)",
+            "ExpressionAttributeValues": {
+                ":f": {"S": FETCHING},
+                ":q": {"S": QUEUED},
+                ":l": {"N": repr(now + lease_s)},
+                ":now": {"N": repr(now)},
+            },
+        }
 
     async def release_fetch(self, msg: FrontierMessage) -> None:
         """Give a leased URL back to the queued state before its message is re-sent (deferral, retry)."""

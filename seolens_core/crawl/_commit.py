@@ -26,6 +26,8 @@ class Contribution:
     links: list[dict[str, Any]] = field(default_factory=list)
     finished: list[tuple[FrontierMessage, str, str]] = field(default_factory=list)
     outgoing: list[Outgoing] = field(default_factory=list)
+    enqueue: list[tuple[FrontierMessage, str]] = field(default_factory=list)
+    """Discovered URLs (message, origin) to claim: the flush claims the whole batch's at once."""
     counters: dict[str, int] = field(default_factory=dict)
     republish: list[Journal] = field(default_factory=list)
     """Open journals of earlier deliveries whose flush crashed: this batch's flush publishes them."""

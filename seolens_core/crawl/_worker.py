@@ -1,7 +1,8 @@
 """PageWorker: what the fetch worker does with one SQS batch, independent of Lambda and of AWS.
 
-Per record: crawl status -> duplicate check -> robots -> pacing slot -> fetch -> parse -> claim new links.
-Per batch: one flush writes result rows to S3, sends new and deferred messages, marks URLs done and adds counters.
+Per record: crawl status -> duplicate check -> robots -> pacing slot -> fetch -> parse.
+Per batch: one flush claims the discovered links, writes result rows to S3, sends new and deferred messages,
+marks URLs done and adds counters.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from seolens_core.adapters._gather import CallGroup
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing, SendGroup
 from seolens_core.adapters.results import ResultsStore
@@ -37,6 +39,7 @@ MAX_TRIES = 3
 BFS_HOLD_S = 3.0
 MAX_BFS_HOLDS = 20
 FETCH_LEASE_MARGIN_S = 60.0
+CLAIM_WINDOW_S = 0.003
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -163,6 +166,7 @@ class PageWorker:
                     bucket[k] = bucket.get(k, 0) + v
                 for m, _, _ in c.finished:  # a finished URL leaves its depth's queue
                     bucket[f"q{m.depth}"] = bucket.get(f"q{m.depth}", 0) - 1
+        await self._claim_discovered(contributions, outgoing, counters)
         journals = _journals(part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
         now = self.s.clock()
         journaled = await self.s.urls.finish(
@@ -204,6 +208,25 @@ class PageWorker:
                 )
             )
         await asyncio.gather(*closes)
+
+    async def _claim_discovered(
+        self,
+        contributions: Sequence[Contribution],
+        outgoing: list[Outgoing],
+        counters: dict[str, dict[str, int]],
+    ) -> None:
+        """Claim the links every page of the batch discovered in one go (one existence check and one
+        transaction for the batch instead of per page); the won ones are sent with the flush. Before the
+        journal: a crash after it republishes the sends, a crash before it refetches and claims again."""
+        enqueue = [pair for c in contributions for pair in c.enqueue]
+        if not enqueue:
+            return
+        claimed = await self.s.urls.claim([m for m, _ in enqueue], [h for _, h in enqueue], self.s.clock())
+        outgoing.extend(Outgoing(m) for m in claimed.send)
+        for m in claimed.new:
+            bucket = counters.setdefault(m.crawl_id, {})
+            for name in ("n_discovered", f"q{m.depth}"):
+                bucket[name] = bucket.get(name, 0) + 1
 
 
 def _journals(
@@ -274,6 +297,10 @@ class BatchRun:
         self._fetched = 0
         """Records of this batch that have made their request (their outcome is not written yet)."""
         self._resends = SendGroup(worker.s.queue)
+        self._claims: CallGroup[tuple[FrontierMessage, float, float], FetchClaim] = CallGroup(
+            worker.s.urls.claim_fetch_many, CLAIM_WINDOW_S
+        )
+        """Records granted their slots together (one coalesced reservation) claim their URLs in one call."""
 
     async def _prepare(self) -> None:
         parsed = []
@@ -406,8 +433,8 @@ class BatchRun:
 
         async def take_claim() -> bool:
             nonlocal claim
-            claim = await s.urls.claim_fetch(
-                msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S
+            claim = await self._claims.call(
+                (msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S)
             )
             return claim.granted
 
@@ -472,12 +499,7 @@ class BatchRun:
         if plan is not None:
             c.links.extend(plan.edges)
             c.pages.extend(plan.pruned_rows)
-            if plan.enqueue:
-                claimed = await s.urls.claim(plan.enqueue, plan.enqueue_hosts, s.clock())
-                c.outgoing.extend(Outgoing(m) for m in claimed.send)
-                c.count("n_discovered", len(claimed.new))
-                for m in claimed.new:
-                    c.count(f"q{m.depth}")
+            c.enqueue.extend(zip(plan.enqueue, plan.enqueue_hosts, strict=True))
         c.pages.append(row)
         outcome = "fetched" if result.error is None else "error"
         c.finished.append((msg, host, outcome))

@@ -80,6 +80,7 @@ def test_crawl_delay_rate_uses_the_allowed_budget(local_cloud: LocalCloud, tmp_p
     first = min(r.start for r in pages)
     busy = sorted((r for r in records if r.start >= first), key=lambda r: r.start)
     gaps = [(round(a.start - first, 2), round(b.start - a.start, 3)) for a, b in itertools.pairwise(busy)]
+    print(f"utilisation {rate(busy) * 0.5:.3f} over {len(busy)} requests")
     assert rate(busy) >= 0.95 * (1 / 0.5), [g for g in gaps if g[1] > 0.53]
 
 

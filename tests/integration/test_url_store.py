@@ -244,3 +244,42 @@ def test_claims_that_keep_conflicting_fall_back_to_one_conditional_put_each(
             assert kinds == ["TransactWriteItems"] * 4 + ["PutItem"] * 3, kinds
 
     asyncio.run(scenario())
+
+
+class _Counting(_RivalBeforeTransaction):
+    async def update_item(self, **kwargs: Any) -> Any:
+        self.calls.append(("UpdateItem", 1))
+        return await self._client.update_item(**kwargs)
+
+
+def test_fetch_claims_of_a_batch_share_one_transaction_and_refusals_say_why(
+    moto_server: EmbeddedMoto,
+) -> None:
+    async def scenario() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as raw:
+            table = _table(moto_server.endpoint_url)
+            plain = UrlStore(raw, table)
+            free, done, held, also_free = (_msg(p) for p in ("/free", "/done", "/held", "/free2"))
+            await plain.claim([free, done, held, also_free], ["h"] * 4, 0.0)
+            await plain.finish([(done, "h", "fetched")], 1.0)
+            assert (await plain.claim_fetch(held, now=10.0, lease_s=30.0)).granted  # another delivery
+
+            client = _Counting(raw, table, [])
+            store = UrlStore(client, table)
+            asks = [(free, 20.0, 30.0), (done, 20.0, 30.0), (held, 20.0, 30.0), (also_free, 20.0, 30.0)]
+            answers = await store.claim_fetch_many(asks + [(free, 20.0, 30.0)])  # and one URL named twice
+            assert answers[0].granted and answers[3].granted
+            assert not answers[1].granted and answers[1].held_until is None  # done: a duplicate
+            assert not answers[2].granted and answers[2].held_until == 40.0  # come back when that lease ends
+            assert not answers[4].granted and answers[4].held_until == 50.0  # the first copy holds it now
+            assert client.calls == [
+                ("TransactWriteItems", 4),  # cancelled by the two refusals, which it answers
+                ("TransactWriteItems", 2),
+                ("UpdateItem", 1),  # the second copy, on its own
+            ], client.calls
+            for msg in (free, also_free):
+                assert await _state(raw, table, msg) == FETCHING
+
+    asyncio.run(scenario())

@@ -1,0 +1,53 @@
+"""CallGroup: calls made within a short window of each other run as one batched call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class CallGroup(Generic[T, R]):
+    """Items asked for within `window_s` of the first go to one `run(items)`, which answers one result per
+    item, in order. Each caller gets its own result, or the error if the batched call failed."""
+
+    def __init__(self, run: Callable[[list[T]], Awaitable[Sequence[R]]], window_s: float) -> None:
+        self._run = run
+        self._window_s = window_s
+        self._pending: tuple[list[T], asyncio.Future[Sequence[R]]] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def call(self, item: T) -> R:
+        if self._pending is None:
+            loop = asyncio.get_running_loop()
+            self._pending = ([], loop.create_future())
+            task = loop.create_task(self._run_later(self._pending))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        items, done = self._pending
+        index = len(items)
+        items.append(item)
+        results = await asyncio.shield(done)
+        return results[index]
+
+    async def _run_later(self, group: tuple[list[T], asyncio.Future[Sequence[R]]]) -> None:
+        await asyncio.sleep(self._window_s)
+        if self._pending is group:
+            self._pending = None
+        items, done = group
+        try:
+            results = await self._run(items)
+        except BaseException as exc:
+            done.set_exception(exc)
+            done.exception()  # retrieved here; every caller re-raises it
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            if len(results) != len(items):
+                done.set_exception(RuntimeError(f"{len(results)} results for {len(items)} items"))
+                done.exception()
+                return
+            done.set_result(results)
