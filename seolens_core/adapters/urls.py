@@ -176,43 +176,55 @@ class UrlStore:
         """
         won = [False] * len(todo)
         for start in range(0, len(todo), TRANSACT_MAX_ITEMS):
-            chunk = list(range(start, min(start + TRANSACT_MAX_ITEMS, len(todo))))
-            for attempt in range(TRANSACT_ATTEMPTS):
-                if not chunk:
-                    break
-                items = [
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": self._item(todo[i][0], todo[i][1], now, done_outcome=None),
-                            "ConditionExpression": "attribute_not_exists(url_key)",
-                        }
+            chunk = range(start, min(start + TRANSACT_MAX_ITEMS, len(todo)))
+            put = {
+                i: {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": self._item(todo[i][0], todo[i][1], now, done_outcome=None),
+                        "ConditionExpression": "attribute_not_exists(url_key)",
                     }
-                    for i in chunk
-                ]
-                try:
-                    await self._client.transact_write_items(TransactItems=items)
-                except self._client.exceptions.TransactionCanceledException as exc:
-                    reasons = exc.response.get("CancellationReasons") or []
-                    if len(reasons) != len(chunk):
-                        raise
-                    # Lost conditions are final; anything else (a conflicting transaction) goes again.
-                    chunk = [
-                        i
-                        for i, r in zip(chunk, reasons, strict=True)
-                        if r.get("Code") != "ConditionalCheckFailed"
-                    ]
-                    if any(r.get("Code") not in ("None", "ConditionalCheckFailed", None) for r in reasons):
-                        await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
-                    continue
-                for i in chunk:
-                    won[i] = True
-                break
-            else:  # still conflicting after every attempt: one conditional put each (never lose a URL)
-                results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in chunk))
-                for i, ok in zip(chunk, results, strict=True):
-                    won[i] = ok
+                }
+                for i in chunk
+            }
+            done, _, left = await self._transact(put)
+            for i in done:
+                won[i] = True
+            # Still conflicting after every attempt: one conditional put each (never lose a URL).
+            results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in left))
+            for i, ok in zip(left, results, strict=True):
+                won[i] = ok
         return won
+
+    async def _transact(
+        self, items: dict[int, dict[str, Any]]
+    ) -> tuple[list[int], dict[int, dict[str, Any]], list[int]]:
+        """Write `items` (by index) with TransactWriteItems, all or nothing, again without the ones whose
+        condition failed: (written, refused with the item the failed condition saw, still conflicting after
+        every attempt)."""
+        todo = list(items)
+        refused: dict[int, dict[str, Any]] = {}
+        for attempt in range(TRANSACT_ATTEMPTS):
+            if not todo:
+                return [], refused, []
+            try:
+                await self._client.transact_write_items(TransactItems=[items[i] for i in todo])
+            except self._client.exceptions.TransactionCanceledException as exc:
+                reasons = exc.response.get("CancellationReasons") or []
+                if len(reasons) != len(todo):
+                    raise
+                again = []
+                for i, reason in zip(todo, reasons, strict=True):
+                    if reason.get("Code") == "ConditionalCheckFailed":
+                        refused[i] = reason.get("Item") or {}
+                    else:
+                        again.append(i)
+                if any(r.get("Code") not in ("None", "ConditionalCheckFailed", None) for r in reasons):
+                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))  # a conflicting transaction
+                todo = again
+                continue
+            return todo, refused, []
+        return [], refused, todo
 
     async def _put_new(self, msg: FrontierMessage, host: str, now: float) -> bool:
         try:
@@ -248,36 +260,22 @@ class UrlStore:
             return [await self.claim_fetch(*asks[0])]
         answers: dict[int, FetchClaim] = {}
         first: dict[tuple[str, str], int] = {}
-        todo = [i for i, (m, _, _) in enumerate(asks) if first.setdefault((m.crawl_id, m.key), i) == i]
-        for attempt in range(TRANSACT_ATTEMPTS):
-            if not todo:
-                break
-            items = [
-                {"Update": {**self._lease_update(*asks[i]), "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
-                for i in todo
-            ]
-            try:
-                await self._client.transact_write_items(TransactItems=items)
-            except self._client.exceptions.TransactionCanceledException as exc:
-                reasons = exc.response.get("CancellationReasons") or []
-                if len(reasons) != len(todo):
-                    raise
-                again = []
-                for i, reason in zip(todo, reasons, strict=True):
-                    if reason.get("Code") == "ConditionalCheckFailed":
-                        _, now, lease_s = asks[i]
-                        answers[i] = _refused(reason.get("Item") or {}, now, lease_s)
-                    else:
-                        again.append(i)
-                if any(r.get("Code") not in ("None", "ConditionalCheckFailed", None) for r in reasons):
-                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
-                todo = again
-                continue
-            answers.update((i, FetchClaim(True)) for i in todo)
-            todo = []
-        rest = todo + [i for i in range(len(asks)) if i not in answers and i not in todo]
-        for i in rest:
-            answers[i] = await self.claim_fetch(*asks[i])
+        update = {
+            i: {
+                "Update": {
+                    **self._lease_update(m, now, lease_s),
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            }
+            for i, (m, now, lease_s) in enumerate(asks)
+            if first.setdefault((m.crawl_id, m.key), i) == i
+        }
+        granted, refused, _ = await self._transact(update)
+        answers.update((i, FetchClaim(True)) for i in granted)
+        answers.update((i, _refused(item, asks[i][1], asks[i][2])) for i, item in refused.items())
+        for i in range(len(asks)):  # still conflicting, or the same URL named twice: one claim each
+            if i not in answers:
+                answers[i] = await self.claim_fetch(*asks[i])
         return [answers[i] for i in range(len(asks))]
 
     def _lease_update(self, msg: FrontierMessage, now: float, lease_s: float) -> dict[str, Any]:

@@ -332,7 +332,6 @@ async def _final_approach(wait: float, sleep: Callable[[float], Awaitable[object
         await sleep(wait)
 
 
-
 @dataclass(frozen=True, slots=True)
 class PacedFetch:
     """A request made in a granted slot: release `ticket` with `result` once the outcome is known."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import boto3
@@ -164,6 +165,18 @@ def test_journal_keeps_the_crawl_pending_until_closed_and_counts_once(moto_serve
     asyncio.run(scenario())
 
 
+def _run_on_table(moto_server: EmbeddedMoto, scenario: Callable[[Any, str], Awaitable[None]]) -> None:
+    """Run `scenario(client, table)` with an aiobotocore client on a fresh URLs table."""
+
+    async def main() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as raw:
+            await scenario(raw, _table(moto_server.endpoint_url))
+
+    asyncio.run(main())
+
+
 class _RivalBeforeTransaction:
     """The aiobotocore client, except that a rival creates `steal` items between the existence check and the
     transaction (the race the transaction's conditions settle), and calls are counted."""
@@ -193,28 +206,24 @@ class _RivalBeforeTransaction:
 def test_many_new_urls_are_claimed_in_transactions_and_a_lost_race_loses_only_its_urls(
     moto_server: EmbeddedMoto,
 ) -> None:
-    async def scenario() -> None:
-        async with get_session().create_client(
-            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
-        ) as raw:
-            table = _table(moto_server.endpoint_url)
-            children = [_msg(f"/c{i}", parent="p1") for i in range(250)]
-            stolen = [_msg(f"/c{i}", parent="p2") for i in (3, 120, 249)]
-            client = _RivalBeforeTransaction(raw, table, stolen)
-            claimed = await UrlStore(client, table).claim(children, ["h"] * len(children), 0.0)
-            lost = {m.key for m in stolen}
-            assert {m.key for m in claimed.new} == {m.key for m in children} - lost
-            assert {m.key for m in claimed.send} == {m.key for m in claimed.new}
-            # 250 URLs: one existence check, three transactions (100, 100, 50), each again without the URL
-            # the rival took meanwhile; never one write per URL.
-            writes = [c for c in client.calls if c[0] != "BatchGetItem"]
-            sizes = [100, 99, 100, 99, 50, 49]
-            assert writes == [("TransactWriteItems", n) for n in sizes], writes
-            pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
-            owners = {p.key for p in pending}
-            assert owners == {m.key for m in children}  # every URL is queued once, by one claimer
+    async def scenario(raw: Any, table: str) -> None:
+        children = [_msg(f"/c{i}", parent="p1") for i in range(250)]
+        stolen = [_msg(f"/c{i}", parent="p2") for i in (3, 120, 249)]
+        client = _RivalBeforeTransaction(raw, table, stolen)
+        claimed = await UrlStore(client, table).claim(children, ["h"] * len(children), 0.0)
+        lost = {m.key for m in stolen}
+        assert {m.key for m in claimed.new} == {m.key for m in children} - lost
+        assert {m.key for m in claimed.send} == {m.key for m in claimed.new}
+        # 250 URLs: one existence check, three transactions (100, 100, 50), each again without the URL
+        # the rival took meanwhile; never one write per URL.
+        writes = [c for c in client.calls if c[0] != "BatchGetItem"]
+        sizes = [100, 99, 100, 99, 50, 49]
+        assert writes == [("TransactWriteItems", n) for n in sizes], writes
+        pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
+        owners = {p.key for p in pending}
+        assert owners == {m.key for m in children}  # every URL is queued once, by one claimer
 
-    asyncio.run(scenario())
+    _run_on_table(moto_server, scenario)
 
 
 class _AlwaysConflicting(_RivalBeforeTransaction):
@@ -231,19 +240,15 @@ class _AlwaysConflicting(_RivalBeforeTransaction):
 def test_claims_that_keep_conflicting_fall_back_to_one_conditional_put_each(
     moto_server: EmbeddedMoto,
 ) -> None:
-    async def scenario() -> None:
-        async with get_session().create_client(
-            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
-        ) as raw:
-            table = _table(moto_server.endpoint_url)
-            children = [_msg(f"/k{i}", parent="p1") for i in range(3)]
-            client = _AlwaysConflicting(raw, table, [])
-            claimed = await UrlStore(client, table).claim(children, ["h"] * 3, 0.0)
-            assert {m.key for m in claimed.new} == {m.key for m in children}  # none lost
-            kinds = [c[0] for c in client.calls if c[0] != "BatchGetItem"]
-            assert kinds == ["TransactWriteItems"] * 4 + ["PutItem"] * 3, kinds
+    async def scenario(raw: Any, table: str) -> None:
+        children = [_msg(f"/k{i}", parent="p1") for i in range(3)]
+        client = _AlwaysConflicting(raw, table, [])
+        claimed = await UrlStore(client, table).claim(children, ["h"] * 3, 0.0)
+        assert {m.key for m in claimed.new} == {m.key for m in children}  # none lost
+        kinds = [c[0] for c in client.calls if c[0] != "BatchGetItem"]
+        assert kinds == ["TransactWriteItems"] * 4 + ["PutItem"] * 3, kinds
 
-    asyncio.run(scenario())
+    _run_on_table(moto_server, scenario)
 
 
 class _Counting(_RivalBeforeTransaction):
@@ -255,31 +260,27 @@ class _Counting(_RivalBeforeTransaction):
 def test_fetch_claims_of_a_batch_share_one_transaction_and_refusals_say_why(
     moto_server: EmbeddedMoto,
 ) -> None:
-    async def scenario() -> None:
-        async with get_session().create_client(
-            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
-        ) as raw:
-            table = _table(moto_server.endpoint_url)
-            plain = UrlStore(raw, table)
-            free, done, held, also_free = (_msg(p) for p in ("/free", "/done", "/held", "/free2"))
-            await plain.claim([free, done, held, also_free], ["h"] * 4, 0.0)
-            await plain.finish([(done, "h", "fetched")], 1.0)
-            assert (await plain.claim_fetch(held, now=10.0, lease_s=30.0)).granted  # another delivery
+    async def scenario(raw: Any, table: str) -> None:
+        plain = UrlStore(raw, table)
+        free, done, held, also_free = (_msg(p) for p in ("/free", "/done", "/held", "/free2"))
+        await plain.claim([free, done, held, also_free], ["h"] * 4, 0.0)
+        await plain.finish([(done, "h", "fetched")], 1.0)
+        assert (await plain.claim_fetch(held, now=10.0, lease_s=30.0)).granted  # another delivery
 
-            client = _Counting(raw, table, [])
-            store = UrlStore(client, table)
-            asks = [(free, 20.0, 30.0), (done, 20.0, 30.0), (held, 20.0, 30.0), (also_free, 20.0, 30.0)]
-            answers = await store.claim_fetch_many(asks + [(free, 20.0, 30.0)])  # and one URL named twice
-            assert answers[0].granted and answers[3].granted
-            assert not answers[1].granted and answers[1].held_until is None  # done: a duplicate
-            assert not answers[2].granted and answers[2].held_until == 40.0  # come back when that lease ends
-            assert not answers[4].granted and answers[4].held_until == 50.0  # the first copy holds it now
-            assert client.calls == [
-                ("TransactWriteItems", 4),  # cancelled by the two refusals, which it answers
-                ("TransactWriteItems", 2),
-                ("UpdateItem", 1),  # the second copy, on its own
-            ], client.calls
-            for msg in (free, also_free):
-                assert await _state(raw, table, msg) == FETCHING
+        client = _Counting(raw, table, [])
+        store = UrlStore(client, table)
+        asks = [(free, 20.0, 30.0), (done, 20.0, 30.0), (held, 20.0, 30.0), (also_free, 20.0, 30.0)]
+        answers = await store.claim_fetch_many([*asks, (free, 20.0, 30.0)])  # and one URL named twice
+        assert answers[0].granted and answers[3].granted
+        assert not answers[1].granted and answers[1].held_until is None  # done: a duplicate
+        assert not answers[2].granted and answers[2].held_until == 40.0  # come back when that lease ends
+        assert not answers[4].granted and answers[4].held_until == 50.0  # the first copy holds it now
+        assert client.calls == [
+            ("TransactWriteItems", 4),  # cancelled by the two refusals, which it answers
+            ("TransactWriteItems", 2),
+            ("UpdateItem", 1),  # the second copy, on its own
+        ], client.calls
+        for msg in (free, also_free):
+            assert await _state(raw, table, msg) == FETCHING
 
-    asyncio.run(scenario())
+    _run_on_table(moto_server, scenario)
