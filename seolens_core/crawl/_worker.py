@@ -296,6 +296,8 @@ class BatchRun:
         self._open: dict[tuple[str, str], Journal] = {}
         self._fetched = 0
         """Records of this batch that have made their request (their outcome is not written yet)."""
+        self._granted = 0
+        """Records of this batch that were granted a slot (and claim their URL, or have fetched)."""
         self._resends = SendGroup(worker.s.queue)
         self._claims: CallGroup[tuple[FrontierMessage, float, float], FetchClaim] = CallGroup(
             worker.s.urls.claim_fetch_many, CLAIM_WINDOW_S
@@ -352,16 +354,16 @@ class BatchRun:
         """Send the URL back to arrive at `until`; the URL stays pending. A re-send, unlike a failed record,
         never counts towards the dead-letter queue.
 
-        Once a record of the batch has fetched, re-sends go out with the batch's flush (`until` is absolute: a
+        Once a record of the batch holds a slot, re-sends go out with the batch's flush (`until` is absolute: a
         later send only shortens the delay), batched with the new links' messages: a write in the middle of the
-        batch is where a crash loses the fetches the batch made so far, before its journal. Before any fetch,
-        a re-send goes at once, so a pacing deferral is back when its slot comes. A URL this delivery had
-        claimed (`claimed`) is given back first, so that the re-sent copy can claim it."""
+        batch is where a crash loses the fetches the batch made so far (before its journal), or strands the
+        claims of the records about to fetch (their URLs then wait for the claims to expire); the batch's own
+        records use the host's next slots meanwhile. Before any record
+        holds a slot, a re-send goes at once, so a pacing deferral is back when its slot comes. A URL this
+        delivery had claimed (`claimed`) is given back first, so that the re-sent copy can claim it."""
         if claimed:
             await self._w.s.urls.release_fetch(msg)
-        if (
-            self._fetched == 0
-        ):  # nothing of this batch to lose yet: return on time (a slot must find a waiter)
+        if self._fetched == 0 and self._granted == 0:  # nothing to lose yet: return on time
             await self._resends.send(Outgoing(msg, until))
         else:
             c.outgoing.append(Outgoing(msg, until))
@@ -433,6 +435,7 @@ class BatchRun:
 
         async def take_claim() -> bool:
             nonlocal claim
+            self._granted += 1
             claim = await self._claims.call(
                 (msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S)
             )
