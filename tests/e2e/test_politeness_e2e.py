@@ -69,7 +69,6 @@ def test_crawl_delay_is_kept_between_every_two_starts(local_cloud: LocalCloud, t
     assert min(gaps) >= 0.5, sorted(gaps)[:5]
 
 
-@pytest.mark.heavy  # 0.971 standalone (5 of 5); in the full default suite one run in two lost 1-2 slots (0.91)
 def test_crawl_delay_rate_uses_the_allowed_budget(local_cloud: LocalCloud, tmp_path: Path) -> None:
     with ProcessFixtureServer([functools.partial(crawl_delay_site, 0.5, pages=30, name=SITE)]) as server:
         _, records = crawl(local_cloud, server, tmp_path)
