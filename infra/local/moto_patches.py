@@ -14,6 +14,12 @@ fails until someone re-reads the upstream code and re-pins.
    inside them the counters are skipped.
 2. DynamoDB backend calls serialised with one lock. moto's DynamoDB backend is not thread-safe: under
    the threaded server, TransactWriteItems failed ~10% with HTTP 500 (shared notes, local AWS emulation).
+3. TransactWriteItems backs up the items it names, not whole tables. Upstream
+   `DynamoDBBackend.transact_write_items` deep-copies every table a transaction names, once per item, to
+   roll back a cancelled transaction: a 100-item claim on a 20,000-URL table copied the table 100 times
+   (measured: the emulator at 83% of the CPU and 3 GB of memory on a 1,000-page crawl). The patch runs the
+   upstream code with that copy turned into a no-op and restores just the named items (their previous
+   version, or their absence) when the transaction is cancelled or refused.
 """
 
 from __future__ import annotations
@@ -102,6 +108,66 @@ def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+class _NoTableCopy:
+    """Stands for the `copy` module inside moto's DynamoDB backend while a transaction runs: the whole-table
+    backup becomes the live table (a no-op rollback); `_transact_item_backups` restores what it must."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def deepcopy(self, value: Any, *args: Any) -> Any:
+        from moto.dynamodb.models.table import Table
+
+        return value if isinstance(value, Table) else self._real.deepcopy(value, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _transact_item_backups(method: Callable[..., Any]) -> Callable[..., Any]:
+    import copy
+
+    from moto.dynamodb import models
+    from moto.dynamodb.exceptions import (
+        MockValidationException,
+        MultipleTransactionsException,
+        TransactionCanceledException,
+    )
+
+    @functools.wraps(method)
+    def wrapper(self: Any, transact_items: list[dict[str, Any]]) -> Any:
+        backups: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+        for entry in transact_items:
+            try:
+                _, op = next(iter(entry.items()))
+                table = self.get_table(op["TableName"])
+                if "Key" in op:
+                    key = op["Key"]
+                else:
+                    names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
+                    key = {n: op["Item"][n] for n in names}
+                current = self.get_item(op["TableName"], key)
+            except Exception:  # a malformed entry: upstream raises the proper error before writing
+                continue
+            before = None if current is None else copy.deepcopy(current.to_json()["Attributes"])
+            backups.append((op["TableName"], key, before))
+        models.copy = _NoTableCopy(copy)  # type: ignore[assignment,attr-defined]
+        try:
+            return method(self, transact_items)
+        except (TransactionCanceledException, MultipleTransactionsException, MockValidationException):
+            for table_name, key, before in reversed(backups):
+                if before is None:
+                    if self.get_item(table_name, key) is not None:
+                        self.delete_item(table_name, key)
+                else:
+                    self.put_item(table_name, before)
+            raise
+        finally:
+            models.copy = copy  # type: ignore[attr-defined]
+
+    return wrapper
+
+
 def apply() -> bool:
     """Apply the patches once (idempotent). Returns False, patching nothing, on an unpinned moto."""
     global _applied
@@ -122,5 +188,10 @@ def apply() -> bool:
         SQSBackend.send_message = _light_mode(SQSBackend.send_message)  # type: ignore[method-assign]
         SQSBackend.receive_message = _light_mode(SQSBackend.receive_message)  # type: ignore[method-assign]
         DynamoHandler.call_action = _serialised(DynamoHandler.call_action)  # type: ignore[method-assign]
+        from moto.dynamodb.models import DynamoDBBackend
+
+        DynamoDBBackend.transact_write_items = _transact_item_backups(  # type: ignore[method-assign]
+            DynamoDBBackend.transact_write_items
+        )
         _applied = True
         return True

@@ -110,3 +110,51 @@ def test_concurrent_transactions_do_not_fail(patched_moto: EmbeddedMoto) -> None
         list(pool.map(tx, range(200)))
     item = ddb.get_item(TableName="tx", Key={"pk": {"S": "counter"}})["Item"]
     assert item["n"]["N"] == "200"
+
+
+def test_a_cancelled_transaction_leaves_every_named_item_as_it_was(patched_moto: EmbeddedMoto) -> None:
+    """Patch 3 backs up only the named items: a cancelled transaction must still undo the writes it made
+    before the failing condition (an update, a new item) and keep the refused item unchanged."""
+    ddb = boto3.client("dynamodb", endpoint_url=patched_moto.endpoint_url, region_name="us-east-1")
+    ddb.create_table(
+        TableName="rollback",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for sk in ("a", "c"):
+        ddb.put_item(TableName="rollback", Item={"pk": {"S": "p"}, "sk": {"S": sk}, "v": {"N": "1"}})
+    items = [
+        {
+            "Update": {
+                "TableName": "rollback",
+                "Key": {"pk": {"S": "p"}, "sk": {"S": "a"}},
+                "UpdateExpression": "SET v = :two",
+                "ExpressionAttributeValues": {":two": {"N": "2"}},
+            }
+        },
+        {"Put": {"TableName": "rollback", "Item": {"pk": {"S": "p"}, "sk": {"S": "b"}}}},
+        {
+            "Put": {
+                "TableName": "rollback",
+                "Item": {"pk": {"S": "p"}, "sk": {"S": "c"}, "v": {"N": "9"}},
+                "ConditionExpression": "attribute_not_exists(sk)",
+            }
+        },
+    ]
+    with pytest.raises(ddb.exceptions.TransactionCanceledException) as cancelled:
+        ddb.transact_write_items(TransactItems=items)
+    codes = [r["Code"] for r in cancelled.value.response["CancellationReasons"]]
+    assert codes == ["None", "None", "ConditionalCheckFailed"]
+    rows = ddb.query(
+        TableName="rollback",
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "p"}},
+    )["Items"]
+    assert {r["sk"]["S"]: r["v"]["N"] for r in rows} == {"a": "1", "c": "1"}  # b never appeared
+    ddb.transact_write_items(TransactItems=items[:2])  # and a transaction that holds is written
+    after = ddb.get_item(TableName="rollback", Key={"pk": {"S": "p"}, "sk": {"S": "a"}})["Item"]
+    assert after["v"]["N"] == "2"
