@@ -355,6 +355,11 @@ class HostPacingStore:
         seen = self._last.get(host)
         return None if seen is None else (seen.state.next_allowed_at, seen.step)
 
+    def idle(self, host: str) -> bool:
+        """As last seen here: the host's next start is not beyond `now + lead` (a host never seen counts as
+        idle). A grant on an idle host starts within one write's round trip."""
+        return not self._busy.get(host, False)
+
     @property
     def read_lead_s(self) -> float:
         """How long before a start to ask `get` so the answer is back in time (the round trip, with margin)."""

@@ -237,6 +237,10 @@ class PacingGate:
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )
 
+    def idle(self, origin: str, settings: CrawlSettings) -> bool:
+        """As last seen by this container: a slot on `origin` would start at once (no spacing to wait)."""
+        return self.store(settings).idle(origin)
+
     async def _wait_for_slot(self, origin: str, timeout: float) -> None:
         """Until this container returns a lease on `origin` (one waiter per return) or `timeout`."""
         if self._sleep is not asyncio.sleep:  # an injected clock: keep to it
@@ -393,7 +397,8 @@ async def paced_fetch(
     `claim` (the exclusive right to fetch this URL) starts as soon as a slot is granted and runs while the
     worker waits for the slot; the request is sent only if it succeeded. Claiming after the grant, not
     before, means a URL that must come back later (no slot within the local wait) never took a claim it
-    would have to give back: two writes saved per deferral.
+    would have to give back: two writes saved per deferral. On a host that is idle (as last seen) the
+    claim starts with the reservation instead: the slot would start before a later claim could land.
 
     The worker wakes `WAKE_EARLY_S` before the slot, the fetcher gets the connection ready and then waits in
     its send gate until the slot starts. A request that would reach the wire later than half the slot's
@@ -409,6 +414,10 @@ async def paced_fetch(
         if claim is not None and claimed is None:
             claimed = asyncio.ensure_future(claim())
 
+    if pacing.idle(host, settings):
+        # An idle host's slot starts one write's round trip after the grant: a claim started only then would
+        # make the request miss it. Claim alongside the reservation (a deferral then gives the claim back).
+        start_claim()
     slot: Ticket | None = None
     try:
         for attempt in range(LATE_RETRIES):

@@ -71,6 +71,10 @@ class PacingPort(Protocol):
 
     async def give_back(self, ticket: Ticket) -> None: ...
 
+    def idle(self, origin: str, settings: CrawlSettings) -> bool:
+        """As last seen: a slot on `origin` would start at once (no spacing to wait for)."""
+        ...
+
     async def slide(self, ticket: Ticket) -> Ticket | None:
         """The missed slot moved to the earliest start, or given back (None)."""
         ...

@@ -45,6 +45,10 @@ class FakePacing:
     """What each `slide` answers: the moved start, or None (the store could not: given back)."""
     slid: list[str] = field(default_factory=list)
     granted_at: list[float] = field(default_factory=list)
+    host_idle: bool = False
+
+    def idle(self, origin: str, settings: CrawlSettings) -> bool:
+        return self.host_idle
 
     async def acquire(
         self,
@@ -282,3 +286,19 @@ def test_a_waiter_whose_turn_is_beyond_its_local_wait_is_told_when_it_comes(
     outlook: tuple[float, float] | None, ahead: int, expected: Deferred | None
 ) -> None:
     assert turn_out_of_reach(outlook, ahead, 1000.0, 1002.0) == expected
+
+
+def test_on_an_idle_host_the_claim_starts_with_the_reservation() -> None:
+    clock = Clock()
+    pacing = FakePacing(clock, [_ticket("a", 1000.02)], host_idle=True)
+    claims = Claims(clock, granted=True)
+    got = _run(pacing, FakeFetcher(clock, [0.0]), clock, claims)
+    assert isinstance(got, PacedFetch) and len(claims.taken_at) == 1
+
+
+def test_an_idle_hosts_deferral_still_reports_how_the_claim_ended() -> None:
+    clock = Clock()
+    claims = Claims(clock, granted=True)
+    deferred = Wait(until=1010.0, reason="concurrency")
+    got = _run(FakePacing(clock, [deferred], host_idle=True), FakeFetcher(clock, []), clock, claims)
+    assert got == deferred and claims.taken_at == [1000.0]  # taken: the caller gives it back
