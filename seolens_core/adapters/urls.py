@@ -177,16 +177,7 @@ class UrlStore:
         won = [False] * len(todo)
         for start in range(0, len(todo), TRANSACT_MAX_ITEMS):
             chunk = range(start, min(start + TRANSACT_MAX_ITEMS, len(todo)))
-            put = {
-                i: {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": self._item(todo[i][0], todo[i][1], now, done_outcome=None),
-                        "ConditionExpression": "attribute_not_exists(url_key)",
-                    }
-                }
-                for i in chunk
-            }
+            put = {i: {"Put": self._create(*todo[i], now)} for i in chunk}
             done, _, left = await self._transact(put)
             for i in done:
                 won[i] = True
@@ -226,13 +217,17 @@ class UrlStore:
             return todo, refused, []
         return [], refused, todo
 
+    def _create(self, msg: FrontierMessage, host: str, now: float) -> dict[str, Any]:
+        """The conditional put that creates a URL's item, queued, only if none exists."""
+        return {
+            "TableName": self._table,
+            "Item": self._item(msg, host, now, done_outcome=None),
+            "ConditionExpression": "attribute_not_exists(url_key)",
+        }
+
     async def _put_new(self, msg: FrontierMessage, host: str, now: float) -> bool:
         try:
-            await self._client.put_item(
-                TableName=self._table,
-                Item=self._item(msg, host, now, done_outcome=None),
-                ConditionExpression="attribute_not_exists(url_key)",
-            )
+            await self._client.put_item(**self._create(msg, host, now))
         except self._client.exceptions.ConditionalCheckFailedException:
             return False
         return True

@@ -294,10 +294,8 @@ class BatchRun:
         self._extra_copies: set[str] = set()
         self._journal_of: dict[tuple[str, str], str] = {}
         self._open: dict[tuple[str, str], Journal] = {}
-        self._fetched = 0
-        """Records of this batch that have made their request (their outcome is not written yet)."""
-        self._granted = 0
-        """Records of this batch that were granted a slot (and claim their URL, or have fetched)."""
+        self._claiming = 0
+        """Records of this batch that took (or are taking) their URL's fetch claim; every fetch follows one."""
         self._resends = SendGroup(worker.s.queue)
         self._claims: CallGroup[tuple[FrontierMessage, float, float], FetchClaim] = CallGroup(
             worker.s.urls.claim_fetch_many, CLAIM_WINDOW_S
@@ -354,16 +352,16 @@ class BatchRun:
         """Send the URL back to arrive at `until`; the URL stays pending. A re-send, unlike a failed record,
         never counts towards the dead-letter queue.
 
-        Once a record of the batch holds a slot, re-sends go out with the batch's flush (`until` is absolute: a
-        later send only shortens the delay), batched with the new links' messages: a write in the middle of the
-        batch is where a crash loses the fetches the batch made so far (before its journal), or strands the
+        Once a record of the batch claims its URL, re-sends go out with the batch's flush (`until` is absolute:
+        a later send only shortens the delay), batched with the new links' messages: a write in the middle of
+        the batch is where a crash loses the fetches the batch made so far (before its journal), or strands the
         claims of the records about to fetch (their URLs then wait for the claims to expire); the batch's own
-        records use the host's next slots meanwhile. Before any record
-        holds a slot, a re-send goes at once, so a pacing deferral is back when its slot comes. A URL this
-        delivery had claimed (`claimed`) is given back first, so that the re-sent copy can claim it."""
+        records use the host's next slots meanwhile. Before any claim, a re-send goes at once, so a pacing
+        deferral is back when its slot comes. A URL this delivery had claimed (`claimed`) is given back first,
+        so that the re-sent copy can claim it."""
         if claimed:
             await self._w.s.urls.release_fetch(msg)
-        if self._fetched == 0 and self._granted == 0:  # nothing to lose yet: return on time
+        if self._claiming == 0:  # nothing to lose or strand yet: return on time
             await self._resends.send(Outgoing(msg, until))
         else:
             c.outgoing.append(Outgoing(msg, until))
@@ -435,7 +433,7 @@ class BatchRun:
 
         async def take_claim() -> bool:
             nonlocal claim
-            self._granted += 1
+            self._claiming += 1
             claim = await self._claims.call(
                 (msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S)
             )
@@ -472,7 +470,6 @@ class BatchRun:
             await self._defer(msg, paced.until, c, claimed=claim is not None and claim.granted)
             return "pacing_wait"
         slot, result = paced.ticket, paced.result
-        self._fetched += 1
         plan: LinkPlan | None = None
         row: dict[str, Any] | None = None
         # A WAF challenge (often a 403/503) is not transient: retrying would only knock again.
