@@ -72,9 +72,11 @@ async def acquire(
             return reservation
         if on_granted is not None:
             on_granted()
-        wait = reservation.start_at - clock()
-        if recheck_lead_s is not None and wait > RECHECK_AHEAD * recheck_lead_s:
-            await sleep(wait - recheck_lead_s)
+        # The re-read must have answered by the time the caller wakes (not by the slot): a read issued
+        # inside the wake-early window made callers late whenever it took longer than the lead.
+        wake_in = reservation.start_at - wake_early_s - clock()
+        if recheck_lead_s is not None and wake_in > RECHECK_AHEAD * recheck_lead_s:
+            await sleep(wake_in - recheck_lead_s)
             state = await pacing.get(host)
             if state is not None and state.blocked_until > reservation.start_at:
                 await pacing.release(host, lease_id, None)

@@ -365,6 +365,41 @@ def test_acquire_without_a_block_starts_on_time_after_the_recheck() -> None:
     assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at)
 
 
+def test_acquire_rechecks_before_waking_its_caller_early() -> None:
+    """The re-read is due `recheck_lead_s` before the caller's wake-up, not before the slot: a read that
+    takes its whole lead still answers before the caller must prepare its request."""
+    clock = _Clock()
+    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
+    reads: list[float] = []
+    original_get = store.get
+
+    async def slow_get(host: str) -> HostPoliteness | None:
+        reads.append(clock.now)
+        clock.now += 0.04  # the read's round trip
+        return await original_get(host)
+
+    store.get = slow_get  # type: ignore[method-assign]
+
+    async def main() -> Reservation:
+        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
+        return await acquire(
+            store,
+            "h",
+            "a",
+            lease_ttl_s=30,
+            max_local_wait_s=5,
+            clock=clock,
+            sleep=clock.sleep,
+            recheck_lead_s=0.05,
+            wake_early_s=0.05,
+        )
+
+    answer = asyncio.run(main())
+    assert isinstance(answer, Granted)
+    assert reads == [pytest.approx(1001.0 - 0.05 - 0.05)]
+    assert clock.now == pytest.approx(answer.start_at - 0.05)  # woken on time, not late by the read
+
+
 def test_acquire_can_wake_its_caller_a_little_before_the_slot() -> None:
     clock, _, answer = _second_slot(wake_early_s=0.015)
     assert isinstance(answer, Granted) and clock.now == pytest.approx(answer.start_at - 0.015)
