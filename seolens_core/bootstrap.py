@@ -18,6 +18,7 @@ from seolens_core.adapters.crawls import CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
+from seolens_core.crawl._dead_letters import DeadLetterDrain, DeadLetterServices
 from seolens_core.crawl._pacing import PacingGate
 from seolens_core.crawl._progress import ProgressChecker, ProgressServices
 from seolens_core.crawl._report import Reporter, ReportServices
@@ -91,6 +92,10 @@ class Container:
                 pacing=self.pacing,
             )
         )
+
+    @cached_property
+    def dead_letter_drain(self) -> DeadLetterDrain:
+        return DeadLetterDrain(DeadLetterServices(self.crawls, self.urls, self.queue, self.results))
 
     @cached_property
     def seeder(self) -> Seeder:

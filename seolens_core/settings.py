@@ -80,6 +80,10 @@ class CrawlSettings(BaseModel):
     # Breadth-first gate: URLs deeper than the shallowest pending depth + this slack wait (None: off).
     bfs_slack: int | None = Field(1, ge=0, le=100)
     robots_retry_base_s: float = Field(60.0, gt=0, le=3600)
+    # A dead-lettered URL goes back to the frontier this many times (delay: retry_s, then x2 each time, at most
+    # 15 min) before it is finished as `dead_letter` (see seolens_core/crawl/_dead_letters.py).
+    dead_letter_redrives: int = Field(2, ge=0, le=10)
+    dead_letter_retry_s: float = Field(60.0, ge=0, le=900)
     fetch: FetchSettings = FetchSettings()
     politeness: PolitenessSettings = PolitenessSettings()
     # Per-URL metadata (URL Frontier's string map) given to the start URLs; it travels in their frontier

@@ -50,9 +50,13 @@ class EventSourceMapping:
         on_thread_exit: Callable[[], None] | None = None,
         reorder: float = 0.0,
         seed: int | None = None,
+        idle_pause_s: float = 0.0,
     ) -> None:
         """`reorder` (0..1) emulates a standard queue's lack of order: that share of received messages is put
-        back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like)."""
+        back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like).
+        `idle_pause_s`: after an empty receive, wait this long before the next (a queue that is mostly empty,
+        like the dead-letter queue, is not polled every second)."""
+        self._idle_pause_s = idle_pause_s
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._invoke = invoke
@@ -93,7 +97,8 @@ class EventSourceMapping:
         try:
             while not self._stop.is_set():
                 try:
-                    self._poll_once(sqs)
+                    if self._poll_once(sqs) == 0 and self._idle_pause_s:
+                        self._stop.wait(self._idle_pause_s)
                 except Exception:  # the emulated service keeps polling, as Lambda's would
                     log.exception("poller error")
                     time.sleep(0.5)
@@ -101,7 +106,8 @@ class EventSourceMapping:
             if self._on_thread_exit is not None:
                 self._on_thread_exit()
 
-    def _poll_once(self, sqs: Any) -> None:
+    def _poll_once(self, sqs: Any) -> int:
+        """Receive one batch and run it; returns how many messages it had."""
         resp = sqs.receive_message(
             QueueUrl=self._queue_url,
             MaxNumberOfMessages=self._batch_size,
@@ -113,7 +119,7 @@ class EventSourceMapping:
         if messages and self._reorder > 0:
             messages = self._put_some_back(sqs, messages)
         if not messages:
-            return
+            return 0
         with self.stats.lock:
             self.stats.in_flight += len(messages)
         try:
@@ -134,7 +140,7 @@ class EventSourceMapping:
                 self._redeliver_soon(sqs, messages, injector)
                 with self.stats.lock:
                     self.stats.handler_errors += 1
-                return
+                return len(messages)
             except Exception:
                 log.exception(
                     "fetch worker invocation failed; the whole batch returns after its visibility timeout"
@@ -143,7 +149,7 @@ class EventSourceMapping:
                     self._redeliver_soon(sqs, messages, injector)
                 with self.stats.lock:
                     self.stats.handler_errors += 1
-                return
+                return len(messages)
             done = [m for m in messages if m["MessageId"] not in failed_ids]
             for start in range(0, len(done), 10):
                 chunk = done[start : start + 10]
@@ -157,6 +163,7 @@ class EventSourceMapping:
                 self.stats.batches += 1
                 self.stats.records += len(messages)
                 self.stats.failed_records += len(failed_ids)
+            return len(messages)
         finally:
             with self.stats.lock:
                 self.stats.in_flight -= len(messages)

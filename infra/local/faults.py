@@ -65,6 +65,9 @@ class FaultSettings:
     aws_timeout_rate: float = 0.0  # fraction of requests that time out (botocore ReadTimeoutError)
     seed: int = 0
     redelivery_s: int = 1  # visibility timeout given to a crashed batch (0 would redeliver at once)
+    # A worker invocation whose batch carries one of these URLs dies at start, every time (a page that kills
+    # its runtime, e.g. out of memory): its messages reach the dead-letter queue, batch-mates included.
+    poison_urls: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("crash_rate", "aws_throttle_rate", "aws_timeout_rate"):
@@ -78,7 +81,11 @@ class FaultSettings:
     @property
     def enabled(self) -> bool:
         return bool(
-            self.crash_rate or self.duplicate_delivery or self.aws_throttle_rate or self.aws_timeout_rate
+            self.crash_rate
+            or self.duplicate_delivery
+            or self.aws_throttle_rate
+            or self.aws_timeout_rate
+            or self.poison_urls
         )
 
 
@@ -124,6 +131,12 @@ _THROTTLE: dict[str, tuple[int, str, bytes]] = {
 }
 
 
+def _carries(event: Any, urls: tuple[str, ...]) -> bool:
+    """Whether an SQS event has a record whose frontier message names one of `urls`."""
+    records = event.get("Records", []) if isinstance(event, dict) else []
+    return any(f'"url":"{url}"' in str(r.get("body", "")) for r in records for url in urls)
+
+
 class FaultInjector:
     """Draws faults from one seeded RNG (thread-safe) and records what it injected."""
 
@@ -140,11 +153,13 @@ class FaultInjector:
 
     # crashes
 
-    def arm(self, function_logical_id: str) -> None:
+    def arm(self, function_logical_id: str, event: Any = None) -> None:
         """Called at the start of each invocation: maybe arm one crash point for it."""
         point: str | None = None
         s = self.settings
-        if (
+        if function_logical_id == WORKER_FUNCTION and s.poison_urls and _carries(event, s.poison_urls):
+            point = "start"
+        elif (
             function_logical_id == WORKER_FUNCTION
             and s.crash_rate
             and s.crash_points

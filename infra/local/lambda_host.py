@@ -125,7 +125,7 @@ class LambdaHost:
         app = container()
         for client in (app.clients.dynamodb, app.clients.sqs, app.clients.s3):
             injector.attach(client)
-        injector.arm(config.logical_id)
+        injector.arm(config.logical_id, payload)
         try:
             injector.maybe_crash("start")
             result = handler(payload, context)

@@ -4,6 +4,7 @@ handlers in-process, an SQS event-source emulator for the worker and the state m
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ from seolens_core.urls import NormalizedURL, normalize
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO_ROOT / "template.yaml"
 WORKER = "FetchWorkerFunction"
+IDLE_QUEUE_PAUSE_S = 4.0
 log = logging.getLogger("seolens.local")
 
 
@@ -150,18 +152,27 @@ def run_crawl(
     billed_before = dict(host.billed_ms)
     invocations_before = dict(host.invocations)
     app.run(app.crawls.create(crawl_id, settings, site_of(settings), time.time()))
-    mapping = next(m for m in stack.event_source_mappings if m.function_logical_id == WORKER)
-    esm = EventSourceMapping(
-        queue_url=stack.queue_urls[mapping.queue_logical_id],
-        queue_arn=stack.queue_arns[mapping.queue_logical_id],
-        invoke=lambda event: host.invoke(WORKER, event),
-        endpoint_url=cloud.endpoint_url,
-        region=stack.region,
-        batch_size=mapping.batch_size,
-        workers=workers,
-        on_thread_exit=reset_container,
-        reorder=unordered_queue,
-    )
+    # Every queue-triggered function of the template: the fetch workers on the frontier (`workers` emulated
+    # environments) and the dead-letter drain (one, polling an idle queue every few seconds).
+    mappings: list[EventSourceMapping] = []
+    esm: EventSourceMapping | None = None
+    for mapping in stack.event_source_mappings:
+        is_worker = mapping.function_logical_id == WORKER
+        poller = EventSourceMapping(
+            queue_url=stack.queue_urls[mapping.queue_logical_id],
+            queue_arn=stack.queue_arns[mapping.queue_logical_id],
+            invoke=functools.partial(host.invoke, mapping.function_logical_id),
+            endpoint_url=cloud.endpoint_url,
+            region=stack.region,
+            batch_size=mapping.batch_size,
+            workers=workers if is_worker else 1,
+            on_thread_exit=reset_container,
+            reorder=unordered_queue if is_worker else 0.0,
+            idle_pause_s=0.0 if is_worker else IDLE_QUEUE_PAUSE_S,
+        )
+        mappings.append(poller)
+        esm = poller if is_worker else esm
+    assert esm is not None, f"the template has no queue event for {WORKER}"
     executor = AslExecutor(
         stack.state_machine_definition,
         invoke=host.invoke,
@@ -177,7 +188,8 @@ def run_crawl(
         finally:
             reset_container()
 
-    esm.start()
+    for poller in mappings:
+        poller.start()
     runner = threading.Thread(target=_execute, name="state-machine", daemon=True)
     runner.start()
     cancelled_sent = False
@@ -192,7 +204,8 @@ def run_crawl(
             cancelled_sent = True
         runner.join()
     finally:
-        esm.stop()
+        for poller in mappings:
+            poller.stop()
     execution = result["execution"]
     record = app.run(app.crawls.get(crawl_id))
     run = CrawlRun(crawl_id, execution, record, seconds=time.monotonic() - started)

@@ -359,6 +359,30 @@ class UrlStore:
             }
         }
 
+    def dead_letter_finish(self, msg: FrontierMessage, host: str, outcome: str) -> dict[str, Any]:
+        """The TransactWriteItems element that finishes a URL whose message was dead-lettered, unless the URL
+        is done already (another copy finished it): the caller adds its counters in the same transaction."""
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": {"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
+                "UpdateExpression": (
+                    "SET url_state = :done, outcome = :o, #u = if_not_exists(#u, :url),"
+                    " #d = if_not_exists(#d, :d), #h = if_not_exists(#h, :h)"
+                    " REMOVE pending_crawl, lease_until"
+                ),
+                "ConditionExpression": "attribute_not_exists(url_state) OR url_state <> :done",
+                "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
+                "ExpressionAttributeValues": {
+                    ":done": {"S": DONE},
+                    ":o": {"S": outcome},
+                    ":url": {"S": msg.url},
+                    ":d": {"N": str(msg.depth)},
+                    ":h": {"S": host},
+                },
+            }
+        }
+
     async def finish(
         self,
         done: Sequence[tuple[FrontierMessage, str, str]],

@@ -70,7 +70,7 @@ from seolens_core.frontier import FrontierMessage
 from seolens_core.report_html import ttfb_histogram
 from seolens_core.urls import NormalizedURL, normalize
 
-_OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2}
+_OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2, "dead_letter": 1}
 HTML_MAX_ROWS = 5_000  # pages and findings embedded in report.html (all rows are in the jsonl/csv files)
 _CHUNK = 1 << 20  # serialized bytes handed to an upload at a time
 SPOOL_BUFFER = 16 << 20  # bytes of spooled rows buffered (all shards together) before they are written out
@@ -174,7 +174,6 @@ class Reporter:
             row["alerts"] = ["ALERT_DEAD_LETTER"]
             await rows_spool.add(shard_of(msg.url, shards), [seq, "d", row])
             seq += 1
-        n_dead = len(dead)
         del dead
         await rows_spool.flush()
 
@@ -345,7 +344,8 @@ class Reporter:
                 "sitemap_urls": n_sitemap,
                 "pending": n_pending,
                 "pending_truncated": more_pending,
-                "dead_letters": n_dead,
+                # URLs finished by the dead-letter drain and messages still waiting in the queue, once each
+                "dead_letters": stats.by_outcome.get("dead_letter", 0),
             },
             "counters": record.counters,
             "host_timelines": {

@@ -172,13 +172,8 @@ class PageWorker:
         journaled = await self.s.urls.finish(
             [f for f in finished if f[0].crawl_id in journals], now, list(journals.values())
         )
-        for j in republish.values():  # an earlier delivery's flush that crashed after its first write
-            body = j.body()
-            by_crawl_pages.setdefault(j.crawl_id, []).extend(body.get("pages", []))
-            by_crawl_links.setdefault(j.crawl_id, []).extend(body.get("links", []))
-            outgoing.extend(
-                Outgoing(FrontierMessage.from_json(m), float(t)) for m, t in body.get("outgoing", [])
-            )
+        # An earlier delivery's flush that crashed after its first write: its parts go out with this one's.
+        replay_journals(list(republish.values()), by_crawl_pages, by_crawl_links, outgoing)
         writes: list[Awaitable[Any]] = []
         for crawl_id, rows in by_crawl_pages.items():
             writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
@@ -199,14 +194,7 @@ class PageWorker:
         for cid in sorted(set(counters) | journaled):
             once = self.s.urls.journal_close(cid, journals[cid].part) if cid in journaled else None
             closes.append(self.s.crawls.add_counters(cid, counters.get(cid, {}), once=once))
-        for j in republish.values():
-            closes.append(
-                self.s.crawls.add_counters(
-                    j.crawl_id,
-                    j.body().get("counters", {}),
-                    once=self.s.urls.journal_close(j.crawl_id, j.part),
-                )
-            )
+        closes += close_journals(self.s.crawls, self.s.urls, list(republish.values()))
         await asyncio.gather(*closes)
 
     async def _claim_discovered(
@@ -227,6 +215,30 @@ class PageWorker:
             bucket = counters.setdefault(m.crawl_id, {})
             for name in ("n_discovered", f"q{m.depth}"):
                 bucket[name] = bucket.get(name, 0) + 1
+
+
+def replay_journals(
+    journals: Sequence[Journal],
+    pages: dict[str, list[dict[str, Any]]],
+    links: dict[str, list[dict[str, Any]]],
+    outgoing: list[Outgoing],
+) -> None:
+    """Add what unpublished journals carry (page and link rows by crawl, messages) to a publication."""
+    for j in journals:
+        body = j.body()
+        pages.setdefault(j.crawl_id, []).extend(body.get("pages", []))
+        links.setdefault(j.crawl_id, []).extend(body.get("links", []))
+        outgoing.extend(Outgoing(FrontierMessage.from_json(m), float(t)) for m, t in body.get("outgoing", []))
+
+
+def close_journals(crawls: CrawlStore, urls: UrlStore, journals: Sequence[Journal]) -> list[Awaitable[bool]]:
+    """Once their parts are published: each journal's counters, added in one transaction with its close."""
+    return [
+        crawls.add_counters(
+            j.crawl_id, j.body().get("counters", {}), once=urls.journal_close(j.crawl_id, j.part)
+        )
+        for j in journals
+    ]
 
 
 def _journals(

@@ -33,6 +33,8 @@ class FrontierMessage:
     check_only: bool = False
     tries: int = 0
     holds: int = 0
+    redrives: int = 0
+    """Times this message came back from the dead-letter queue (see `DeadLetterDrain`)."""
 
     def to_json(self) -> str:
         body: dict[str, Any] = {
@@ -56,6 +58,8 @@ class FrontierMessage:
             body["tries"] = self.tries
         if self.holds:
             body["holds"] = self.holds
+        if self.redrives:
+            body["redrives"] = self.redrives
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -98,6 +102,12 @@ class FrontierMessage:
             lastmod=lastmod if isinstance(lastmod, str) else None,
             meta=dict(meta),
             check_only=bool(data.get("check_only", False)),
-            tries=data["tries"] if isinstance(data.get("tries"), int) and data["tries"] >= 0 else 0,
-            holds=data["holds"] if isinstance(data.get("holds"), int) and data["holds"] >= 0 else 0,
+            tries=_count(data.get("tries")),
+            holds=_count(data.get("holds")),
+            redrives=_count(data.get("redrives")),
         )
+
+
+def _count(value: Any) -> int:
+    """A small non-negative counter of the message; anything else reads as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -18,9 +18,12 @@ import pytest
 
 from infra.fixture_site import FixtureServer
 from infra.fixture_site._demo import DEMO_EXPECTED, demo_sites
+from infra.fixture_site.sites import NumberedPages, numbered_site
 from infra.local.faults import FaultLog, FaultSettings, inject
+from infra.local.iam_audit import IamAudit
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.settings import CrawlSettings
+from tests.e2e.conftest import translated_template
 
 NOT_PAGES = ("/robots.txt", "/sitemap")
 FAULTS = FaultSettings(crash_rate=0.10, duplicate_delivery=True, aws_throttle_rate=0.05, seed=10)
@@ -115,3 +118,48 @@ def test_crashes_after_the_fetch_republish_instead_of_refetching(
     assert sorted(DEMO_EXPECTED.crawlable - fetched) == []
     twice = {p: n for p, n in faulty.requests.items() if n > 1 and not p.startswith(NOT_PAGES)}
     assert twice == {}
+
+
+@pytest.mark.timeout(300)
+def test_a_page_that_kills_its_worker_is_dead_lettered_and_the_crawl_still_drains(
+    local_cloud: LocalCloud, tmp_path: Path
+) -> None:
+    """Every worker invocation that carries /p/5 dies: its messages (batch-mates included) reach the
+    dead-letter queue. The drain redrives them twice; batch-mates get through, /p/5 ends as `dead_letter`,
+    and the crawl finishes: no URL left pending, none lost, each one either fetched or reported."""
+    server = FixtureServer([numbered_site("poison", pages=12)])
+    server.start()
+    try:
+        base = server.base_url("poison")
+        settings = CrawlSettings(
+            start_urls=(base + "/",),
+            progress_poll_s=1,
+            robots_retry_base_s=1,
+            dead_letter_redrives=2,
+            dead_letter_retry_s=1,
+        )
+        assert local_cloud.stack is not None
+        audit = IamAudit(local_cloud.stack)
+        with audit.recording(), inject(FaultSettings(poison_urls=(base + "/p/5",))) as injector:
+            run = run_crawl(local_cloud, settings, workers=4, out_dir=tmp_path)
+        requested = Counter(r.path for r in server.log("poison"))
+    finally:
+        server.stop()
+    assert run.execution.status == "SUCCEEDED"
+    assert injector.log.crashes["start"] >= 15  # 5 receives per attempt, 3 attempts
+    rows = {_path(r["url"]): r for r in map(json.loads, run.outputs["pages.jsonl"].read_text().splitlines())}
+    expected = set(NumberedPages(12).paths())
+    assert expected <= set(rows)
+    assert rows["/p/5"]["outcome"] == "dead_letter" and rows["/p/5"]["alerts"] == ["ALERT_DEAD_LETTER"]
+    assert requested["/p/5"] == 0
+    dead = {p for p in expected if rows[p]["outcome"] == "dead_letter"}
+    fetched = {p for p in expected if rows[p]["outcome"] == "fetched"}
+    assert dead | fetched == expected, {p: rows[p]["outcome"] for p in expected - dead - fetched}
+    assert all(requested[p] == 1 for p in fetched)
+    report = json.loads(run.outputs["report.json"].read_text())
+    assert report["summary"]["pending"] == 0
+    assert report["summary"]["dead_letters"] == len(dead) == run.record.counters.get("n_dead_letter")
+    assert dead == {"/p/5"}  # its batch-mates came back one second apart, each in a batch of its own
+    # The emulator does not enforce IAM: every call the drain made must be granted by its role.
+    assert "DeadLetterFunction" in {a.function for a in audit.accesses}
+    assert audit.violations(translated_template()) == []

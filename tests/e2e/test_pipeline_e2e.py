@@ -16,8 +16,8 @@ from infra.fixture_site import FixtureServer, SiteSpec, html, not_found, text
 from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
 from infra.local.iam_audit import IamAudit
 from infra.local.runtime import LocalCloud, run_crawl
-from infra.local.template import load_template, read_definition, state_machine_sources, translate
 from seolens_core.settings import CrawlSettings
+from tests.e2e.conftest import translated_template
 
 E = DEMO_EXPECTED
 NOT_PAGES = {"/robots.txt", "/sitemap.xml", "/sitemap_index.xml", "/wp-sitemap.xml"}
@@ -77,12 +77,7 @@ def test_report_carries_the_crawl_cost(demo_crawl: dict[str, Any]) -> None:
 
 def test_every_call_a_function_made_is_granted_by_its_role(demo_crawl: dict[str, Any]) -> None:
     """The emulator does not enforce IAM: this is where a call the template does not grant shows up."""
-    root = Path(__file__).resolve().parents[2]
-    template = load_template(root / "template.yaml")
-    definitions = {k: read_definition(p) for k, p in state_machine_sources(template, root).items()}
-    translated = translate(
-        template, code_uri="s3://seolens-test/code.zip", definitions=definitions, region="us-east-1"
-    )
+    translated = translated_template()
     audit: IamAudit = demo_crawl["iam"]
     functions = {a.function for a in audit.accesses}
     assert {"FetchWorkerFunction", "SeedFunction", "ReportFunction"} <= functions, functions

@@ -101,6 +101,7 @@ def test_functions_read_back_with_resolved_environment(
     stack: DeployedStack, moto_server: EmbeddedMoto
 ) -> None:
     assert {k: f.handler for k, f in stack.functions.items()} == {
+        "DeadLetterFunction": "functions.dead_letter.handler",
         "FetchWorkerFunction": "functions.fetch_worker.handler",
         "SeedFunction": "functions.seed.handler",
         "ProgressFunction": "functions.progress.handler",
@@ -127,12 +128,15 @@ def test_functions_read_back_with_resolved_environment(
 
 
 def test_event_source_mapping_read_back(stack: DeployedStack) -> None:
-    (mapping,) = stack.event_source_mappings
+    drain, mapping = stack.event_source_mappings  # sorted by function
     assert mapping.function_logical_id == "FetchWorkerFunction"
     assert mapping.queue_logical_id == "FrontierQueue"
     assert mapping.batch_size == 10
     assert mapping.report_batch_item_failures
     assert mapping.maximum_concurrency == 10
+    assert drain.function_logical_id == "DeadLetterFunction"
+    assert drain.queue_logical_id == "FrontierDeadLetterQueue"
+    assert drain.report_batch_item_failures
 
 
 def test_state_machine_definition_has_function_arns(stack: DeployedStack, moto_server: EmbeddedMoto) -> None:
@@ -165,7 +169,7 @@ def test_parameters_reach_the_deployed_resources_and_changes_update_the_stack(
     name = f"seolens-params-{uuid.uuid4().hex[:8]}"
     params = {"BatchSize": "4", "UserAgent": "AuditBot/2.0", "WorkerConcurrency": "3"}
     deployed = deploy_template(moto_server.endpoint_url, TEMPLATE, name, params)
-    (mapping,) = deployed.event_source_mappings
+    _, mapping = deployed.event_source_mappings
     assert (mapping.batch_size, mapping.maximum_concurrency) == (4, 3)
     assert {f.environment["USER_AGENT"] for f in deployed.functions.values()} == {"AuditBot/2.0"}
 
@@ -173,7 +177,7 @@ def test_parameters_reach_the_deployed_resources_and_changes_update_the_stack(
     assert not updated.reused
     assert updated.stack_id == deployed.stack_id
     assert updated.template_sha256 != deployed.template_sha256
-    assert [m.batch_size for m in updated.event_source_mappings] == [7]
+    assert [m.batch_size for m in updated.event_source_mappings] == [10, 7]
     assert updated.queue_urls == deployed.queue_urls
 
 

@@ -23,6 +23,7 @@ HANDLERS = {
     "ReportFunction": "functions.report.handler",
     "ApiFunction": "functions.api.handler",
     "ScheduledAuditFunction": "functions.scheduled_audit.handler",
+    "DeadLetterFunction": "functions.dead_letter.handler",
 }
 COMMON_ENV = {
     "CRAWLS_TABLE",
@@ -37,6 +38,14 @@ COMMON_ENV = {
 STARTS_CRAWLS = {"ApiFunction", "ScheduledAuditFunction"}
 # The least-privilege spec: what each role may name (its own log group included).
 ALLOWED_RESOURCES = {
+    "DeadLetterFunction": {
+        "DeadLetterLogGroup",
+        "FrontierDeadLetterQueue",
+        "FrontierQueue",  # redrive
+        "UrlsTable",
+        "CrawlsTable",
+        "ResultsBucket",
+    },
     "FetchWorkerFunction": {
         "FetchWorkerLogGroup",
         "FrontierQueue",

@@ -1,0 +1,126 @@
+"""DeadLetterDrain: what becomes of a frontier message that failed `maxReceiveCount` times.
+
+Left in the dead-letter queue, such a message kept its URL `queued` (and, when its batch crashed mid-flush,
+that batch's journal open), so the crawl could never drain. Each one is sent back to the frontier a few
+times with a growing delay (most failures are a crashed or timed-out container), and after that its URL is
+finished with outcome `dead_letter` and a report row; a journal found open is published. Nothing is dropped:
+a message that is not even a frontier message is kept in the results bucket for inspection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from seolens_core.adapters.crawls import CrawlNotFound, CrawlStatus, CrawlStore
+from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
+from seolens_core.adapters.results import ResultsStore
+from seolens_core.adapters.urls import DONE, Journal, UrlStore
+from seolens_core.crawl._worker import close_journals, replay_journals
+from seolens_core.frontier import FrontierMessage, MessageError
+from seolens_core.urls import NormalizedURL, normalize
+
+DEAD_LETTER = "dead_letter"
+MALFORMED_PREFIX = "dead-letters/malformed/"
+
+
+@dataclass
+class DeadLetterServices:
+    crawls: CrawlStore
+    urls: UrlStore
+    queue: FrontierQueue
+    results: ResultsStore
+    clock: Callable[[], float] = time.time
+
+
+REDRIVE_SPACING_S = 1.0
+
+
+def redrive_delay_s(base_s: float, redrives: int, position: int = 0) -> float:
+    """Delay before the next attempt of a message redriven `redrives` times so far, the `position`-th of its
+    dead-letter batch: doubled each time, at most SQS's 15 min. The messages of one batch come back one second
+    apart (SQS delays are whole seconds), each in a batch of its own: a crashed batch's innocent messages no
+    longer share every attempt with the one that crashes it."""
+    return min(900.0, base_s * 2.0**redrives + position * REDRIVE_SPACING_S)
+
+
+class DeadLetterDrain:
+    """One dead-lettered message at a time; idempotent, so a redelivered copy changes nothing."""
+
+    def __init__(self, services: DeadLetterServices) -> None:
+        self.s = services
+
+    async def handle(self, message_id: str, body: str, position: int = 0) -> str:
+        """Redrive, finish or publish one dead-lettered message (`position`: its place in its batch)."""
+        s = self.s
+        try:
+            msg = FrontierMessage.from_json(body)
+        except MessageError:
+            await s.results.put_object(
+                f"{MALFORMED_PREFIX}{_safe(message_id)}.txt", body.encode("utf-8", "replace"), "text/plain"
+            )
+            return "malformed"
+        try:
+            record = await s.crawls.get(msg.crawl_id)
+        except CrawlNotFound:
+            return "unknown_crawl"  # as in the worker: a deleted crawl has nothing to record it against
+        states, parts = await s.urls.states_and_journals([msg])
+        ident = (msg.crawl_id, msg.key)
+        if states.get(ident) == DONE:
+            part = parts.get(ident)
+            journals = await s.urls.unpublished([(msg.crawl_id, part)]) if part else []
+            if not journals:
+                return "duplicate"
+            await self._publish(journals[0])
+            return "republished"
+        settings = record.settings
+        active = not record.status.terminal and record.status is not CrawlStatus.FINISHING
+        if active and msg.redrives < settings.dead_letter_redrives:
+            delay = redrive_delay_s(settings.dead_letter_retry_s, msg.redrives, position)
+            await s.queue.send([Outgoing(replace(msg, redrives=msg.redrives + 1), s.clock() + delay)])
+            return "redriven"
+        url = normalize(msg.url)
+        host = url.origin if isinstance(url, NormalizedURL) else ""
+        won = await s.crawls.add_counters(
+            msg.crawl_id,
+            {"n_dead_letter": 1, f"q{msg.depth}": -1},
+            once=s.urls.dead_letter_finish(msg, host, DEAD_LETTER),
+        )
+        if not won:
+            return "duplicate"
+        row = {
+            "url": msg.url,
+            "status": None,
+            "depth": msg.depth,
+            "outcome": DEAD_LETTER,
+            "alerts": ["ALERT_DEAD_LETTER"],
+            "dead_letter_redrives": msg.redrives,
+        }
+        await s.results.put_part(msg.crawl_id, "pages", self._part(), [row])
+        return DEAD_LETTER
+
+    async def _publish(self, journal: Journal) -> None:
+        """What the crashed flush left unpublished: its rows and messages, then its counters with the close."""
+        s = self.s
+        pages: dict[str, list[dict[str, Any]]] = {}
+        links: dict[str, list[dict[str, Any]]] = {}
+        outgoing: list[Outgoing] = []
+        replay_journals([journal], pages, links, outgoing)
+        part = self._part()
+        writes = [s.results.put_part(journal.crawl_id, "pages", part, pages.get(journal.crawl_id, []))]
+        writes.append(s.results.put_part(journal.crawl_id, "links", part, links.get(journal.crawl_id, [])))
+        if outgoing:
+            writes.append(s.queue.send(outgoing))
+        await asyncio.gather(*writes)
+        await asyncio.gather(*close_journals(s.crawls, s.urls, [journal]))
+
+    def _part(self) -> str:
+        return f"{int(self.s.clock() * 1000):013d}-{uuid.uuid4().hex[:12]}"
+
+
+def _safe(message_id: str) -> str:
+    return "".join(c for c in message_id if c.isalnum() or c in "-_")[:100] or uuid.uuid4().hex

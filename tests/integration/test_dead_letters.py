@@ -1,0 +1,148 @@
+"""DeadLetterDrain on the template's stack in moto: a dead-lettered URL is redriven, then finished as
+`dead_letter` (counted once, reported, no longer pending); an open journal is published; nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import boto3
+import pytest
+
+from infra.local.runtime import LocalCloud
+from seolens_core.adapters.crawls import CrawlStatus
+from seolens_core.adapters.urls import DONE, Journal
+from seolens_core.bootstrap import Container, container
+from seolens_core.crawl._dead_letters import MALFORMED_PREFIX, redrive_delay_s
+from seolens_core.frontier import FrontierMessage
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import url_key_hex
+
+SITE = "http://dead.test"
+
+
+@pytest.fixture
+def app(control_cloud: LocalCloud) -> Container:
+    return container()
+
+
+def _crawl(app: Container, **settings: Any) -> str:
+    crawl_id = uuid.uuid4().hex[:16]
+    config = CrawlSettings(start_urls=(f"{SITE}/",), **{"dead_letter_retry_s": 30, **settings})
+    app.run(app.crawls.create(crawl_id, config, "dead.test", time.time()))
+    app.run(app.crawls.set_status(crawl_id, CrawlStatus.RUNNING, now=time.time()))
+    return crawl_id
+
+
+def _queued(app: Container, crawl_id: str, path: str, depth: int = 1, redrives: int = 0) -> FrontierMessage:
+    """A URL claimed (queued, pending) the way the worker claims a discovered link."""
+    url = f"{SITE}{path}"
+    msg = FrontierMessage(crawl_id, url, url_key_hex(url), depth, parent="p0", redrives=redrives)
+    claimed = app.run(app.urls.claim([msg], ["http://dead.test"], time.time()))
+    assert claimed.new == [msg]
+    app.run(app.crawls.add_counters(crawl_id, {f"q{depth}": 1}))
+    return msg
+
+
+def _frontier(control_cloud: LocalCloud, crawl_id: str) -> list[dict[str, Any]]:
+    """Messages of this crawl on the frontier queue, delayed ones included (consumed: tests own their crawl)."""
+    assert control_cloud.stack is not None
+    sqs = boto3.client("sqs", endpoint_url=control_cloud.endpoint_url, region_name="us-east-1")
+    url = control_cloud.stack.queue_urls["FrontierQueue"]
+    found: list[dict[str, Any]] = []
+    deadline = time.time() + 40
+    while time.time() < deadline:
+        resp = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+        for m in resp.get("Messages", []):
+            if json.loads(m["Body"])["crawl_id"] == crawl_id:
+                found.append(json.loads(m["Body"]))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        if found:
+            return found
+    return found
+
+
+def _rows(app: Container, crawl_id: str, kind: str) -> list[dict[str, Any]]:
+    async def collect() -> list[dict[str, Any]]:
+        return [r async for r in app.results.rows(crawl_id, kind)]
+
+    return app.run(collect())
+
+
+def test_redrive_delay_doubles_up_to_the_sqs_limit() -> None:
+    assert [redrive_delay_s(60, n) for n in range(5)] == [60, 120, 240, 480, 900]
+    assert [redrive_delay_s(1, 0, position=n) for n in range(3)] == [1, 2, 3]  # one batch, spread out
+
+
+def test_a_dead_letter_is_redriven_with_one_more_redrive_and_a_delay(
+    app: Container, control_cloud: LocalCloud
+) -> None:
+    crawl_id = _crawl(app, dead_letter_redrives=2, dead_letter_retry_s=0)
+    msg = _queued(app, crawl_id, "/a")
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "redriven"
+    (back,) = _frontier(control_cloud, crawl_id)
+    assert back["url"] == msg.url and back["redrives"] == 1
+    pending, _ = app.run(app.urls.pending(crawl_id))
+    assert [p.url for p in pending] == [msg.url]  # still queued: the crawl waits for it
+
+
+def test_after_its_redrives_a_url_is_finished_as_dead_letter_once(app: Container) -> None:
+    crawl_id = _crawl(app, dead_letter_redrives=2)
+    msg = _queued(app, crawl_id, "/b", depth=3, redrives=2)
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "dead_letter"
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "duplicate"  # redelivered copy
+    pending, _ = app.run(app.urls.pending(crawl_id))
+    assert pending == []  # the crawl can drain
+    assert app.run(app.urls.states([msg])) == {(crawl_id, msg.key): DONE}
+    assert app.run(app.urls.outcomes(crawl_id)).get("dead_letter") == 1
+    counters = app.run(app.crawls.get(crawl_id)).counters
+    assert counters.get("n_dead_letter") == 1 and counters.get("q3") == 0
+    (row,) = _rows(app, crawl_id, "pages")
+    assert row["url"] == msg.url and row["outcome"] == "dead_letter"
+    assert row["alerts"] == ["ALERT_DEAD_LETTER"] and row["dead_letter_redrives"] == 2
+
+
+def test_a_stopped_crawl_finishes_its_dead_letters_without_redrive(app: Container) -> None:
+    crawl_id = _crawl(app, dead_letter_redrives=5)
+    msg = _queued(app, crawl_id, "/c")
+    app.run(app.crawls.set_status(crawl_id, CrawlStatus.CANCELLED, now=time.time()))
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "dead_letter"
+
+
+def test_a_done_url_whose_flush_crashed_gets_its_journal_published(
+    app: Container, control_cloud: LocalCloud
+) -> None:
+    crawl_id = _crawl(app)
+    msg = _queued(app, crawl_id, "/d")
+    child_url = f"{SITE}/child"
+    child = FrontierMessage(crawl_id, child_url, url_key_hex(child_url), 2, parent=msg.key)
+    body = {
+        "pages": [{"url": msg.url, "status": 200, "depth": 1, "outcome": "fetched"}],
+        "links": [{"from": msg.url, "to": child_url}],
+        "outgoing": [[child.to_json(), 0.0]],
+        "counters": {"n_fetched": 1, "q1": -1},
+    }
+    journal = Journal.build(crawl_id, "0000000000001-abc", body)
+    # The flush's first write landed (URL done, journal stored), then the container died.
+    app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], time.time(), [journal]))
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "republished"
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "duplicate"
+    assert app.run(app.urls.unpublished([(crawl_id, journal.part)])) == []
+    assert [r["url"] for r in _rows(app, crawl_id, "pages")] == [msg.url]
+    assert [r["to"] for r in _rows(app, crawl_id, "links")] == [child_url]
+    assert [m["url"] for m in _frontier(control_cloud, crawl_id)] == [child_url]
+    counters = app.run(app.crawls.get(crawl_id)).counters
+    assert counters.get("n_fetched") == 1 and counters.get("q1") == 0  # applied once
+
+
+def test_a_message_that_is_not_a_frontier_message_is_kept_for_inspection(app: Container) -> None:
+    assert app.run(app.dead_letter_drain.handle("id/../1", "{not json")) == "malformed"
+    assert app.run(app.results.get_object(f"{MALFORMED_PREFIX}id1.txt")) == b"{not json"
+
+
+def test_a_message_of_a_deleted_crawl_is_acknowledged(app: Container) -> None:
+    url = f"{SITE}/e"
+    msg = FrontierMessage("no-such-crawl", url, url_key_hex(url), 1)
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "unknown_crawl"
