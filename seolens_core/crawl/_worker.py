@@ -211,7 +211,9 @@ class PageWorker:
             return
         claimed = await self.s.urls.claim([m for m, _ in enqueue], [h for _, h in enqueue], self.s.clock())
         outgoing.extend(Outgoing(m) for m in claimed.send)
-        for m in claimed.new:
+        # A re-send (this page claimed the URL in an earlier delivery) is counted too: that delivery's counters
+        # never landed, since a flush that lands them also finishes the page, which is then never re-processed.
+        for m in claimed.send:
             bucket = counters.setdefault(m.crawl_id, {})
             for name in ("n_discovered", f"q{m.depth}"):
                 bucket[name] = bucket.get(name, 0) + 1
