@@ -1,0 +1,215 @@
+"""When a deferred URL is re-sent (BatchRun._defer), observed on fake services in one event loop.
+
+Before any record of the batch has claimed its URL, a re-send goes out at once (its slot comes back on time);
+once one has, re-sends wait for the batch's flush, after the URLs are finished: a send in the middle of the
+batch is where a crash would lose the fetches made so far or strand the claims of records about to fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
+from seolens_core.adapters.frontier_queue import Outgoing
+from seolens_core.adapters.urls import Claimed, FetchClaim, Journal
+from seolens_core.crawl import PageWorker, RobotsAnswer, Ticket, Wait, WorkerServices
+from seolens_core.fetch import FetchResult
+from seolens_core.frontier import FrontierMessage
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import url_key_hex
+
+SITE = "http://shop.test"
+SETTINGS = CrawlSettings(start_urls=(f"{SITE}/",), bfs_slack=None)
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, list[str]]] = []
+
+    def add(self, kind: str, urls: Sequence[str]) -> None:
+        self.events.append((kind, sorted(u.removeprefix(SITE) for u in urls)))
+
+
+class _Crawls:
+    async def get_with_switch(self, crawl_id: str) -> tuple[CrawlRecord, bool]:
+        return CrawlRecord(crawl_id, CrawlStatus.RUNNING, SETTINGS, "shop.test", "", time.time()), False
+
+    async def add_counters(self, crawl_id: str, deltas: dict[str, int], *, once: Any = None) -> bool:
+        return True
+
+
+class _Urls:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    async def states_and_journals(self, messages: Any) -> tuple[dict[Any, str], dict[Any, str]]:
+        return {}, {}
+
+    async def claim_fetch_many(
+        self, items: Sequence[tuple[FrontierMessage, float, float]]
+    ) -> list[FetchClaim]:
+        self.log.add("claim", [m.url for m, _, _ in items])
+        return [FetchClaim(True) for _ in items]
+
+    async def release_fetch(self, msg: FrontierMessage) -> None:
+        self.log.add("release", [msg.url])
+
+    async def claim(self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float) -> Claimed:
+        return Claimed([], [])
+
+    async def finish(self, done: Sequence[Any], now: float, journals: Sequence[Journal] = ()) -> set[str]:
+        if done:
+            self.log.add("finish", [m.url for m, _, _ in done])
+        return {j.crawl_id for j in journals}  # stored with the URLs (small enough)
+
+    def journal_close(self, crawl_id: str, part: str) -> dict[str, Any]:
+        return {}
+
+
+class _Queue:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    async def send(self, outgoing: Sequence[Outgoing]) -> None:
+        self.log.add("send", [o.message.url for o in outgoing])
+
+
+class _Results:
+    async def put_part(self, crawl_id: str, kind: str, part: str, rows: Any) -> str | None:
+        return None
+
+
+class _Robots:
+    """`/slow` takes 0.2 s to be checked (so its batch's flush comes that late)."""
+
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    async def check(
+        self, origin: str, path_query: str, settings: Any, fetcher: Any, now: float
+    ) -> RobotsAnswer:
+        if path_query == "/slow":
+            await asyncio.sleep(0.2)
+            self.log.add("robots", [SITE + path_query])
+        return RobotsAnswer(allowed=True)
+
+
+class _Pacing:
+    """`/slot` gets a slot at once (and so claims its URL); the others wait for `wait_after` (if set), then
+    are told to come back in 5 s."""
+
+    def __init__(self, wait_after: asyncio.Event | None) -> None:
+        self.wait_after = wait_after
+
+    async def acquire(
+        self,
+        origin: str,
+        settings: CrawlSettings,
+        floor_s: float | None,
+        now: float,
+        on_granted: Callable[[], object] | None = None,
+    ) -> Ticket | Wait:
+        return Wait(until=now + 5, reason="pacing")
+
+    async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
+        return None
+
+    async def give_back(self, ticket: Ticket) -> None:
+        return None
+
+    def idle(self, origin: str, settings: CrawlSettings) -> bool:
+        return False
+
+    async def slide(self, ticket: Ticket) -> Ticket | None:
+        return None
+
+    def drain_timeline(self) -> dict[str, list[Any]]:
+        return {}
+
+
+class _SplitPacing(_Pacing):
+    def __init__(self, wait_after: asyncio.Event) -> None:
+        super().__init__(wait_after)
+        self.granting = True
+
+    async def acquire(
+        self,
+        origin: str,
+        settings: CrawlSettings,
+        floor_s: float | None,
+        now: float,
+        on_granted: Callable[[], object] | None = None,
+    ) -> Ticket | Wait:
+        assert self.wait_after is not None
+        if self.granting:
+            self.granting = False
+            return Ticket(origin, "lease", start_at=now, slack_s=60.0)
+        await self.wait_after.wait()  # deferred only once the granted record has claimed its URL
+        return Wait(until=now + 5, reason="pacing")
+
+
+class _Fetcher:
+    def __init__(self, claimed: asyncio.Event) -> None:
+        self.claimed = claimed
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        headers: Any = None,
+        method: str = "GET",
+        may_send: Callable[[], Awaitable[bool]] | None = None,
+    ) -> FetchResult:
+        self.claimed.set()
+        if may_send is not None:
+            assert await may_send()
+        await asyncio.sleep(0.1)  # the page downloads while the other records are deferred
+        body = b"<html><head><title>t</title></head><body><h1>x</h1></body></html>"
+        return FetchResult(url, 200, {"content-type": "text/html"}, body)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _run(pacing_kind: str, paths: Sequence[str]) -> list[tuple[str, list[str]]]:
+    log = _Log()
+
+    async def main() -> None:
+        claimed = asyncio.Event()
+        pacing = _SplitPacing(claimed) if pacing_kind == "split" else _Pacing(None)
+        services = WorkerServices(
+            crawls=_Crawls(),  # type: ignore[arg-type]
+            urls=_Urls(log),  # type: ignore[arg-type]
+            queue=_Queue(log),  # type: ignore[arg-type]
+            results=_Results(),  # type: ignore[arg-type]
+            robots=_Robots(log),
+            pacing=pacing,
+            fetcher_factory=lambda settings, policy: _Fetcher(claimed),  # type: ignore[arg-type,return-value]
+        )
+        worker = PageWorker(services)
+        bodies = []
+        for i, path in enumerate(paths):
+            url = SITE + path
+            bodies.append((f"m{i}", FrontierMessage("c1", url, url_key_hex(url), 1).to_json()))
+        batch = worker.batch(bodies)
+        await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies))
+
+    asyncio.run(main())
+    return log.events
+
+
+def test_before_any_claim_a_deferral_is_re_sent_at_once() -> None:
+    events = _run("wait", ["/a", "/b", "/slow"])
+    # /a and /b share one call (SendGroup) and do not wait for the batch's slow record to finish.
+    assert events == [("send", ["/a", "/b"]), ("robots", ["/slow"]), ("send", ["/slow"])]
+
+
+def test_once_a_record_claimed_its_url_deferrals_go_with_the_flush_after_the_finish() -> None:
+    events = _run("split", ["/first", "/second", "/third"])
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["claim", "finish", "send"], events
+    assert events[1] == ("finish", ["/first"])
+    assert events[2] == ("send", ["/second", "/third"])
