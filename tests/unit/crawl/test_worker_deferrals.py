@@ -98,11 +98,12 @@ class _Robots:
 
 
 class _Pacing:
-    """`/slot` gets a slot at once (and so claims its URL); the others wait for `wait_after` (if set), then
-    are told to come back in 5 s."""
+    """Without `wait_after`, every record is told to come back in 5 s. With it, the first record gets a slot
+    (and so claims its URL) and the others are told so only once `wait_after` is set."""
 
     def __init__(self, wait_after: asyncio.Event | None) -> None:
         self.wait_after = wait_after
+        self.granting = wait_after is not None
 
     async def acquire(
         self,
@@ -112,6 +113,11 @@ class _Pacing:
         now: float,
         on_granted: Callable[[], object] | None = None,
     ) -> Ticket | Wait:
+        if self.granting:
+            self.granting = False
+            return Ticket(origin, "lease", start_at=now, slack_s=60.0)
+        if self.wait_after is not None:
+            await self.wait_after.wait()  # deferred only once the granted record has claimed its URL
         return Wait(until=now + 5, reason="pacing")
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
@@ -128,27 +134,6 @@ class _Pacing:
 
     def drain_timeline(self) -> dict[str, list[Any]]:
         return {}
-
-
-class _SplitPacing(_Pacing):
-    def __init__(self, wait_after: asyncio.Event) -> None:
-        super().__init__(wait_after)
-        self.granting = True
-
-    async def acquire(
-        self,
-        origin: str,
-        settings: CrawlSettings,
-        floor_s: float | None,
-        now: float,
-        on_granted: Callable[[], object] | None = None,
-    ) -> Ticket | Wait:
-        assert self.wait_after is not None
-        if self.granting:
-            self.granting = False
-            return Ticket(origin, "lease", start_at=now, slack_s=60.0)
-        await self.wait_after.wait()  # deferred only once the granted record has claimed its URL
-        return Wait(until=now + 5, reason="pacing")
 
 
 class _Fetcher:
@@ -179,7 +164,7 @@ def _run(pacing_kind: str, paths: Sequence[str]) -> list[tuple[str, list[str]]]:
 
     async def main() -> None:
         claimed = asyncio.Event()
-        pacing = _SplitPacing(claimed) if pacing_kind == "split" else _Pacing(None)
+        pacing = _Pacing(claimed if pacing_kind == "split" else None)
         services = WorkerServices(
             crawls=_Crawls(),  # type: ignore[arg-type]
             urls=_Urls(log),  # type: ignore[arg-type]

@@ -307,11 +307,22 @@ class _Clock:
 
 
 def _second_slot(
-    *, recheck_lead_s: float | None = None, wake_early_s: float = 0.0
+    *, recheck_lead_s: float | None = None, wake_early_s: float = 0.0, read_s: float | None = None
 ) -> tuple[_Clock, InMemoryHostPacing, Reservation]:
-    """B holds the first slot of a host with a 1 s delay; A acquires the next one (at 1001.0)."""
+    """B holds the first slot of a host with a 1 s delay; A acquires the next one (at 1001.0). With `read_s`,
+    each read of the host takes that long and its start is noted in `store.reads`."""
     clock = _Clock()
     store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
+    if read_s is not None:
+        original_get, reads = store.get, []
+
+        async def slow_get(host: str) -> HostPoliteness | None:
+            reads.append(clock.now)
+            clock.now += read_s
+            return await original_get(host)
+
+        store.get = slow_get  # type: ignore[method-assign]
+        store.reads = reads  # type: ignore[attr-defined]
 
     async def main() -> Reservation:
         first = await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
@@ -367,36 +378,10 @@ def test_acquire_without_a_block_starts_on_time_after_the_recheck() -> None:
 
 def test_acquire_rechecks_before_waking_its_caller_early() -> None:
     """The re-read is due `recheck_lead_s` before the caller's wake-up, not before the slot: a read that
-    takes its whole lead still answers before the caller must prepare its request."""
-    clock = _Clock()
-    store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=1000), busy_retry_s=1.0)
-    reads: list[float] = []
-    original_get = store.get
-
-    async def slow_get(host: str) -> HostPoliteness | None:
-        reads.append(clock.now)
-        clock.now += 0.04  # the read's round trip
-        return await original_get(host)
-
-    store.get = slow_get  # type: ignore[method-assign]
-
-    async def main() -> Reservation:
-        await store.reserve("h", "b", lease_ttl_s=30, max_local_wait_s=5)
-        return await acquire(
-            store,
-            "h",
-            "a",
-            lease_ttl_s=30,
-            max_local_wait_s=5,
-            clock=clock,
-            sleep=clock.sleep,
-            recheck_lead_s=0.05,
-            wake_early_s=0.05,
-        )
-
-    answer = asyncio.run(main())
+    takes most of its lead still answers before the caller must prepare its request."""
+    clock, store, answer = _second_slot(recheck_lead_s=0.05, wake_early_s=0.05, read_s=0.04)
     assert isinstance(answer, Granted)
-    assert reads == [pytest.approx(1001.0 - 0.05 - 0.05)]
+    assert store.reads == [pytest.approx(1001.0 - 0.05 - 0.05)]  # type: ignore[attr-defined]
     assert clock.now == pytest.approx(answer.start_at - 0.05)  # woken on time, not late by the read
 
 
