@@ -36,6 +36,7 @@ from botocore.exceptions import ClientError
 from seolens_core.politeness import (
     DEFAULT_SETTINGS,
     SAME_SLOT_S,
+    UNSPACED_SLACK_S,
     AimdSettings,
     BlockReason,
     CorruptState,
@@ -55,6 +56,7 @@ from seolens_core.politeness import (
     reserve,
     reserve_group,
     set_floor,
+    spacing_s,
 )
 
 KIND = "PACE"
@@ -393,9 +395,10 @@ class HostPacingStore:
         try:
             start_at = float(item["last_start_at"]["N"])
             expires = float(item["leases"]["M"][lease_id]["N"])
+            slack = _slack(float(item["step"]["N"]), self._guard)
         except (KeyError, ValueError) as exc:
             raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
-        return Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires, slack_s=self._guard)
+        return Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires, slack_s=slack)
 
     async def _take_group(
         self,
@@ -456,7 +459,7 @@ class HostPacingStore:
                 start_at=round(last - (k - 1 - i) * step, 6),
                 lease_id=r.lease_id,
                 lease_expires_at=expires,
-                slack_s=self._guard,
+                slack_s=_slack(step, self._guard),
             )
             for i, ((r, _), expires) in enumerate(zip(grants, expiries, strict=True))
         ]
@@ -753,7 +756,12 @@ def _entry_value(entry: Entry) -> dict[str, Any]:
 
 
 def _step(delay_ms: int, guard_s: float) -> float:
-    return delay_ms / 1000 + guard_s
+    return spacing_s(delay_ms, guard_s)
+
+
+def _slack(step: float, guard_s: float) -> float:
+    """The start slack of a slot on a host whose stored step is `step` (see `start_slack_s`)."""
+    return guard_s if step > 0 else UNSPACED_SLACK_S
 
 
 def _num(x: float) -> dict[str, str]:

@@ -23,6 +23,7 @@ from ._observation import ERROR_STATUSES, RATE_LIMIT_STATUSES, Observation, pars
 from ._port import HostPacing, acquire
 from ._reservation import (
     SAME_SLOT_S,
+    UNSPACED_SLACK_S,
     DeferReason,
     Deferred,
     Granted,
@@ -33,6 +34,8 @@ from ._reservation import (
     reserve,
     reserve_group,
     slide,
+    spacing_s,
+    start_slack_s,
 )
 from ._settings import AimdSettings
 from ._state import BlockReason, HostPoliteness, Verdict, Window, WindowReport
@@ -43,6 +46,7 @@ __all__ = [
     "RATE_LIMIT_STATUSES",
     "RELEASE_WINDOW_S",
     "SAME_SLOT_S",
+    "UNSPACED_SLACK_S",
     "AimdSettings",
     "BatchHostPacing",
     "BlockReason",
@@ -78,4 +82,6 @@ __all__ = [
     "reserve_group",
     "set_floor",
     "slide",
+    "spacing_s",
+    "start_slack_s",
 ]

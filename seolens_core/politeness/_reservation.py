@@ -50,6 +50,23 @@ class Deferred:
 Reservation = Granted | Deferred
 
 
+UNSPACED_SLACK_S = 1.0
+"""How late a slot on a host without a delay may still start: nothing has to keep a gap to it (only the
+concurrency limit holds, by leases); bounded so that a slot granted before a back-off set a delay is not
+used long after."""
+
+
+def spacing_s(delay_ms: int, guard_s: float) -> float:
+    """Time between two slots' starts: the delay plus the start guard; none without a delay (the guard only
+    protects a gap the host asked for, and spacing a delay-0 host by it would cap it at 1/guard requests/s)."""
+    return delay_ms / 1000 + guard_s if delay_ms > 0 else 0.0
+
+
+def start_slack_s(delay_ms: int, guard_s: float) -> float:
+    """How late a granted slot may start (see `spacing_s`)."""
+    return guard_s if delay_ms > 0 else UNSPACED_SLACK_S
+
+
 def reserve(
     state: HostPoliteness,
     now: float,
@@ -78,7 +95,8 @@ def reserve(
         # Same lease asked again (a retried write that had landed): the grant stands as it was.
         expires = leases[lease_id]
         start = expires - lease_ttl_s
-        return state, Granted(start_at=start, lease_id=lease_id, lease_expires_at=expires, slack_s=guard_s)
+        slack = start_slack_s(state.delay_ms, guard_s)
+        return state, Granted(start_at=start, lease_id=lease_id, lease_expires_at=expires, slack_s=slack)
     if state.blocked_until > earliest:
         reason = DeferReason.SUSPENDED if state.block_reason is BlockReason.SUSPENDED else DeferReason.BLOCKED
         return state, Deferred(until=max(state.blocked_until, state.next_allowed_at), reason=reason)
@@ -92,16 +110,16 @@ def reserve(
     granted = replace(
         state,
         leases={**leases, lease_id: expires_at},
-        next_allowed_at=start_at + state.delay_ms / 1000 + guard_s,
+        next_allowed_at=start_at + spacing_s(state.delay_ms, guard_s),
         last_start_at=start_at,
     )
-    return granted, Granted(
-        start_at=start_at, lease_id=lease_id, lease_expires_at=expires_at, slack_s=guard_s
-    )
+    slack = start_slack_s(state.delay_ms, guard_s)
+    return granted, Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires_at, slack_s=slack)
 
 
 SAME_SLOT_S = 1e-4
-"""Two grants' starts are at least one step (delay + guard) apart: a start within this is the same slot."""
+"""Two grants' starts on a host with a delay are at least one step (delay + guard) apart: a start within this
+is the same slot."""
 
 
 def slide(
@@ -133,10 +151,11 @@ def slide(
     moved = replace(
         state,
         leases={**state.live_leases(now), lease_id: expires_at},
-        next_allowed_at=new_start + state.delay_ms / 1000 + guard_s,
+        next_allowed_at=new_start + spacing_s(state.delay_ms, guard_s),
         last_start_at=new_start,
     )
-    return moved, Granted(start_at=new_start, lease_id=lease_id, lease_expires_at=expires_at, slack_s=guard_s)
+    slack = start_slack_s(state.delay_ms, guard_s)
+    return moved, Granted(start_at=new_start, lease_id=lease_id, lease_expires_at=expires_at, slack_s=slack)
 
 
 def release(

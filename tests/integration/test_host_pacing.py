@@ -32,6 +32,7 @@ from seolens_core.politeness import (
     PacingContention,
     SlotRequest,
     acquire,
+    spacing_s,
 )
 
 HOST = "https://shop.example:443"
@@ -674,7 +675,7 @@ def test_coalescing_cuts_updates_per_fetch_and_keeps_the_limits(
     }
     intervals, coalesced, _, slots = runs[True]
     assert_spacing(intervals, delay_ms / 1000)
-    assert min(b - a for a, b in itertools.pairwise(slots)) >= delay_ms / 1000 + 0.01 - 1e-6
+    assert min(b - a for a, b in itertools.pairwise(slots)) >= spacing_s(delay_ms, 0.01) - 1e-6
     assert max_in_flight(intervals) <= concurrency
     assert len(intervals) >= 10, len(intervals)
     if delay_ms:  # each fetch's own slot, asked by ten coroutines at once: the groups pay off most

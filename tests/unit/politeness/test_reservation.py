@@ -23,8 +23,10 @@ from seolens_core.politeness import (
     acquire,
     release,
     reserve,
+    reserve_group,
     slide,
 )
+from seolens_core.politeness._reservation import UNSPACED_SLACK_S, SlotRequest
 
 T0 = 1_700_000_000.0
 
@@ -294,6 +296,27 @@ def test_guard_widens_spacing_and_is_granted_as_slack() -> None:
     assert isinstance(a, Granted) and isinstance(b, Granted)
     assert a.slack_s == 0.01
     assert b.start_at - a.start_at == pytest.approx(0.11)
+
+
+def test_a_host_without_a_delay_is_not_spaced_only_bounded_by_concurrency() -> None:
+    """The guard protects a gap the host asked for: a delay-0 host gets no spacing (15 ms of guard would cap
+    it at 66 requests/s and make every late wake-up slide its slot) and a generous start slack."""
+    s, a = reserve(host(0, 2), T0, "a", 30, 5, guard_s=0.015)
+    s, b = reserve(s, T0, "b", 30, 5, guard_s=0.015)
+    s, c = reserve(s, T0, "c", 30, 5, guard_s=0.015)
+    assert isinstance(a, Granted) and isinstance(b, Granted)
+    assert a.start_at == b.start_at == T0 and s.next_allowed_at == T0
+    assert a.slack_s == b.slack_s == UNSPACED_SLACK_S
+    assert isinstance(c, Deferred) and c.reason is DeferReason.CONCURRENCY
+    _, group = reserve_group(
+        host(0, 3), T0, [SlotRequest(x, 30, 5) for x in "xyz"], guard_s=0.015, lead_s=0.02
+    )
+    assert [g.start_at for g in group if isinstance(g, Granted)] == [T0 + 0.02] * 3
+    # Once a back-off gives the host a delay, the guard is back between its starts.
+    s, d = reserve(host(50, 2), T0, "d", 30, 5, guard_s=0.015)
+    _, e = reserve(s, T0, "e", 30, 5, guard_s=0.015)
+    assert isinstance(d, Granted) and isinstance(e, Granted)
+    assert e.start_at - d.start_at == pytest.approx(0.065) and d.slack_s == 0.015
 
 
 class _Clock:
