@@ -29,6 +29,7 @@ from seolens_core.politeness import (
     release_group,
     reserve,
     reserve_group,
+    spacing_s,
 )
 
 T0 = 1_700_000_000.0
@@ -135,7 +136,7 @@ def test_group_equals_one_reserve_per_caller_and_keeps_the_limits(
     assert state == expect
     starts = sorted(a.start_at for a in answers if isinstance(a, Granted))
     assert len(state.leases) <= max(concurrency, held)
-    assert all(b - a >= delay_ms / 1000 + 0.01 - 1e-6 for a, b in itertools.pairwise(starts))
+    assert all(b - a >= spacing_s(delay_ms, 0.01) - 1e-6 for a, b in itertools.pairwise(starts))
     assert all(
         a.start_at - T0 <= r.max_local_wait_s
         for a, r in zip(answers, requests, strict=True)
