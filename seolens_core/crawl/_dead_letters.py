@@ -83,15 +83,9 @@ class DeadLetterDrain:
             delay = redrive_delay_s(settings.dead_letter_retry_s, msg.redrives, position)
             await s.queue.send([Outgoing(replace(msg, redrives=msg.redrives + 1), s.clock() + delay)])
             return "redriven"
-        url = normalize(msg.url)
-        host = url.origin if isinstance(url, NormalizedURL) else ""
-        won = await s.crawls.add_counters(
-            msg.crawl_id,
-            {"n_dead_letter": 1, f"q{msg.depth}": -1},
-            once=s.urls.dead_letter_finish(msg, host, DEAD_LETTER),
-        )
-        if not won:
-            return "duplicate"
+        # The row first: a crash after it repeats both (the report keeps one row per URL); after the finish
+        # a redelivered copy finds the URL done and writes nothing. A copy that finished the URL meanwhile
+        # wins the report too, since any fetched, error or disallowed row outranks a dead letter.
         row = {
             "url": msg.url,
             "status": None,
@@ -101,7 +95,14 @@ class DeadLetterDrain:
             "dead_letter_redrives": msg.redrives,
         }
         await s.results.put_part(msg.crawl_id, "pages", self._part(), [row])
-        return DEAD_LETTER
+        url = normalize(msg.url)
+        host = url.origin if isinstance(url, NormalizedURL) else ""
+        won = await s.crawls.add_counters(
+            msg.crawl_id,
+            {"n_dead_letter": 1, f"q{msg.depth}": -1},
+            once=s.urls.dead_letter_finish(msg, host, DEAD_LETTER),
+        )
+        return DEAD_LETTER if won else "duplicate"
 
     async def _publish(self, journal: Journal) -> None:
         """What the crashed flush left unpublished: its rows and messages, then its counters with the close."""

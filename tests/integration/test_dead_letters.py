@@ -146,3 +146,24 @@ def test_a_message_of_a_deleted_crawl_is_acknowledged(app: Container) -> None:
     url = f"{SITE}/e"
     msg = FrontierMessage("no-such-crawl", url, url_key_hex(url), 1)
     assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "unknown_crawl"
+
+
+def test_a_crash_between_the_row_and_the_finish_is_repaired_by_the_redelivered_copy(
+    app: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crawl_id = _crawl(app, dead_letter_redrives=0)
+    msg = _queued(app, crawl_id, "/f")
+    real = app.crawls.add_counters
+
+    async def crash(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("the container died")
+
+    monkeypatch.setattr(app.crawls, "add_counters", crash)
+    with pytest.raises(RuntimeError):
+        app.run(app.dead_letter_drain.handle("m1", msg.to_json()))
+    monkeypatch.setattr(app.crawls, "add_counters", real)
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "dead_letter"
+    assert app.run(app.urls.pending(crawl_id))[0] == []
+    assert app.run(app.crawls.get(crawl_id)).counters.get("n_dead_letter") == 1
+    rows = _rows(app, crawl_id, "pages")
+    assert {(r["url"], r["outcome"]) for r in rows} == {(msg.url, "dead_letter")}  # one URL, one outcome
