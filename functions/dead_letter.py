@@ -21,7 +21,8 @@ from seolens_core.bootstrap import container
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    drain = container().dead_letter_drain
+    app = container()
+    drain = app.dead_letter_drain
     position = {r.get("messageId", ""): i for i, r in enumerate(event.get("Records", []))}
 
     async def record_handler(record: SQSRecord) -> str:
@@ -30,7 +31,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name=f"dead_letters_{outcome}", unit=MetricUnit.Count, value=1)
         return outcome
 
-    processor = container().extras.setdefault("processor", AsyncBatchProcessor(event_type=EventType.SQS))
+    processor = app.extras.setdefault("processor", AsyncBatchProcessor(event_type=EventType.SQS))
     return dict(
         async_process_partial_response(
             event=event, record_handler=record_handler, processor=processor, context=context

@@ -56,7 +56,6 @@ class EventSourceMapping:
         back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like).
         `idle_pause_s`: after an empty receive, wait this long before the next (a queue that is mostly empty,
         like the dead-letter queue, is not polled every second)."""
-        self._idle_pause_s = idle_pause_s
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._invoke = invoke
@@ -67,6 +66,7 @@ class EventSourceMapping:
         self._wait_time_s = wait_time_s
         self._on_thread_exit = on_thread_exit
         self._reorder = reorder
+        self._idle_pause_s = idle_pause_s
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
         self._stop = threading.Event()

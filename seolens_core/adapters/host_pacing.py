@@ -36,7 +36,6 @@ from botocore.exceptions import ClientError
 from seolens_core.politeness import (
     DEFAULT_SETTINGS,
     SAME_SLOT_S,
-    UNSPACED_SLACK_S,
     AimdSettings,
     BlockReason,
     CorruptState,
@@ -57,6 +56,7 @@ from seolens_core.politeness import (
     reserve_group,
     set_floor,
     spacing_s,
+    start_slack_s,
 )
 
 KIND = "PACE"
@@ -235,7 +235,7 @@ class HostPacingStore:
                     live = seen.state.with_leases(seen.state.live_leases(now))
                     self._last[host], fresh = replace(seen, state=live), None
                     continue
-                if len(grants) >= 2 and _num(seen.step) == _num(_step(seen.state.delay_ms, self._guard)):
+                if len(grants) >= 2 and _num(seen.step) == _num(spacing_s(seen.state.delay_ms, self._guard)):
                     taken = await self._take_group(host, seen, grants, now, now + lead)
                 else:
                     first = grants[0][0] if grants else todo[0]
@@ -395,7 +395,7 @@ class HostPacingStore:
         try:
             start_at = float(item["last_start_at"]["N"])
             expires = float(item["leases"]["M"][lease_id]["N"])
-            slack = _slack(float(item["step"]["N"]), self._guard)
+            slack = start_slack_s(int(item["delay_ms"]["N"]), self._guard)
         except (KeyError, ValueError) as exc:
             raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
         return Granted(start_at=start_at, lease_id=lease_id, lease_expires_at=expires, slack_s=slack)
@@ -452,6 +452,7 @@ class HostPacingStore:
         try:
             last = float(item["last_start_at"]["N"])
             expiries = [float(item["leases"]["M"][r.lease_id]["N"]) for r, _ in grants]
+            slack = start_slack_s(int(item["delay_ms"]["N"]), self._guard)
         except (KeyError, ValueError) as exc:
             raise CorruptState(f"unreadable PACE item for {host}: {exc}") from exc
         return [
@@ -459,7 +460,7 @@ class HostPacingStore:
                 start_at=round(last - (k - 1 - i) * step, 6),
                 lease_id=r.lease_id,
                 lease_expires_at=expires,
-                slack_s=_slack(step, self._guard),
+                slack_s=slack,
             )
             for i, ((r, _), expires) in enumerate(zip(grants, expiries, strict=True))
         ]
@@ -515,8 +516,8 @@ class HostPacingStore:
             if change is None:
                 return stored
             state, drop = change
-            old_step = _step(stored.state.delay_ms, self._guard)
-            new_step = _step(state.delay_ms, self._guard)
+            old_step = spacing_s(stored.state.delay_ms, self._guard)
+            new_step = spacing_s(state.delay_ms, self._guard)
             values: dict[str, Any] = {
                 ":seen": {"N": str(stored.cseq)},
                 ":one": {"N": "1"},
@@ -567,7 +568,7 @@ class HostPacingStore:
                 self.conflicts += 1
                 return False
             raise
-        step = round(_step(state.delay_ms, self._guard), 6)
+        step = round(spacing_s(state.delay_ms, self._guard), 6)
         self._remember(host, _Stored(state=state, obs=(), cseq=0, step=step))
         return True
 
@@ -682,7 +683,7 @@ def _controller_values(state: HostPoliteness, guard_s: float, now: float) -> dic
         "delay_ms": {"N": str(state.delay_ms)},
         "concurrency": {"N": str(state.concurrency)},
         "floor_ms": {"N": str(state.floor_ms)},
-        "step": _num(_step(state.delay_ms, guard_s)),
+        "step": _num(spacing_s(state.delay_ms, guard_s)),
         "blocked_until": _num(state.blocked_until),
         "block_reason": {"NULL": True} if state.block_reason is None else {"S": state.block_reason.value},
         "incidents": {"N": str(state.incidents)},
@@ -753,15 +754,6 @@ def _entry(value: Mapping[str, Any]) -> Entry:
 def _entry_value(entry: Entry) -> dict[str, Any]:
     ttfb, err = entry
     return {"L": [{"NULL": True} if ttfb is None else _num(ttfb), {"N": "1" if err else "0"}]}
-
-
-def _step(delay_ms: int, guard_s: float) -> float:
-    return spacing_s(delay_ms, guard_s)
-
-
-def _slack(step: float, guard_s: float) -> float:
-    """The start slack of a slot on a host whose stored step is `step` (see `start_slack_s`)."""
-    return guard_s if step > 0 else UNSPACED_SLACK_S
 
 
 def _num(x: float) -> dict[str, str]:

@@ -20,11 +20,11 @@ from seolens_core.adapters.crawls import CrawlNotFound, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import DONE, Journal, UrlStore
-from seolens_core.crawl._worker import close_journals, replay_journals
+from seolens_core.crawl._pages import dead_letter_row
+from seolens_core.crawl._worker import close_journals, part_id, replay_journals
 from seolens_core.frontier import FrontierMessage, MessageError
 from seolens_core.urls import NormalizedURL, normalize
 
-DEAD_LETTER = "dead_letter"
 MALFORMED_PREFIX = "dead-letters/malformed/"
 
 
@@ -86,23 +86,15 @@ class DeadLetterDrain:
         # The row first: a crash after it repeats both (the report keeps one row per URL); after the finish
         # a redelivered copy finds the URL done and writes nothing. A copy that finished the URL meanwhile
         # wins the report too, since any fetched, error or disallowed row outranks a dead letter.
-        row = {
-            "url": msg.url,
-            "status": None,
-            "depth": msg.depth,
-            "outcome": DEAD_LETTER,
-            "alerts": ["ALERT_DEAD_LETTER"],
-            "dead_letter_redrives": msg.redrives,
-        }
-        await s.results.put_part(msg.crawl_id, "pages", self._part(), [row])
+        await s.results.put_part(msg.crawl_id, "pages", part_id(s.clock()), [dead_letter_row(msg)])
         url = normalize(msg.url)
         host = url.origin if isinstance(url, NormalizedURL) else ""
         won = await s.crawls.add_counters(
             msg.crawl_id,
             {"n_dead_letter": 1, f"q{msg.depth}": -1},
-            once=s.urls.dead_letter_finish(msg, host, DEAD_LETTER),
+            once=s.urls.dead_letter_finish(msg, host, "dead_letter"),
         )
-        return DEAD_LETTER if won else "duplicate"
+        return "dead_letter" if won else "duplicate"
 
     async def _publish(self, journal: Journal) -> None:
         """What the crashed flush left unpublished: its rows and messages, then its counters with the close."""
@@ -111,16 +103,13 @@ class DeadLetterDrain:
         links: dict[str, list[dict[str, Any]]] = {}
         outgoing: list[Outgoing] = []
         replay_journals([journal], pages, links, outgoing)
-        part = self._part()
+        part = part_id(s.clock())
         writes = [s.results.put_part(journal.crawl_id, "pages", part, pages.get(journal.crawl_id, []))]
         writes.append(s.results.put_part(journal.crawl_id, "links", part, links.get(journal.crawl_id, [])))
         if outgoing:
             writes.append(s.queue.send(outgoing))
         await asyncio.gather(*writes)
         await asyncio.gather(*close_journals(s.crawls, s.urls, [journal]))
-
-    def _part(self) -> str:
-        return f"{int(self.s.clock() * 1000):013d}-{uuid.uuid4().hex[:12]}"
 
 
 def _safe(message_id: str) -> str:

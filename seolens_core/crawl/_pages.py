@@ -18,6 +18,18 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 HTML_PARSE_CAP = 2 * 1024 * 1024
 
 
+def dead_letter_row(msg: FrontierMessage) -> dict[str, Any]:
+    """A URL whose message failed `maxReceiveCount` times (and its redrives): reported, never silently lost."""
+    return {
+        "url": msg.url,
+        "status": None,
+        "depth": msg.depth,
+        "outcome": "dead_letter",
+        "alerts": ["ALERT_DEAD_LETTER"],
+        "dead_letter_redrives": msg.redrives,
+    }
+
+
 def _base(msg: FrontierMessage, now: float) -> dict[str, Any]:
     return {
         "crawl_id": msg.crawl_id,

@@ -66,6 +66,7 @@ from seolens_core.crawl._inlinks import (
     start_cursor,
 )
 from seolens_core.crawl._pacing import PacingGate
+from seolens_core.crawl._pages import dead_letter_row
 from seolens_core.frontier import FrontierMessage
 from seolens_core.report_html import ttfb_histogram
 from seolens_core.urls import NormalizedURL, normalize
@@ -170,9 +171,7 @@ class Reporter:
         del pending
         dead = await self._dead_letters(crawl_id)
         for msg in dead:
-            row = {"url": msg.url, "status": None, "depth": msg.depth, "outcome": "dead_letter"}
-            row["alerts"] = ["ALERT_DEAD_LETTER"]
-            await rows_spool.add(shard_of(msg.url, shards), [seq, "d", row])
+            await rows_spool.add(shard_of(msg.url, shards), [seq, "d", dead_letter_row(msg)])
             seq += 1
         del dead
         await rows_spool.flush()

@@ -144,7 +144,7 @@ class PageWorker:
         """Write one batch: first the URL items (done) with a journal of everything the batch publishes, then
         the result parts and messages, then the counters with the journal's close (one transaction). A crash
         after the first write is repaired by whichever delivery finds the journal open (`BatchRun`)."""
-        part = f"{int(self.s.clock() * 1000):013d}-{uuid.uuid4().hex[:12]}"
+        part = part_id(self.s.clock())
         by_crawl_pages: dict[str, list[dict[str, Any]]] = {}
         by_crawl_links: dict[str, list[dict[str, Any]]] = {}
         counters: dict[str, dict[str, int]] = {}
@@ -217,6 +217,11 @@ class PageWorker:
             bucket = counters.setdefault(m.crawl_id, {})
             for name in ("n_discovered", f"q{m.depth}"):
                 bucket[name] = bucket.get(name, 0) + 1
+
+
+def part_id(now: float) -> str:
+    """A result part's name: sortable by time, unique across containers."""
+    return f"{int(now * 1000):013d}-{uuid.uuid4().hex[:12]}"
 
 
 def replay_journals(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from infra.local.deploy import DeployedStack, deploy_template
-from infra.local.moto_server import EmbeddedMoto
+from infra.local.moto_server import EMULATOR_NICENESS, EmbeddedMoto
 from tests.infra.conftest import REGION, ROOT, TEMPLATE
 
 
@@ -205,3 +206,13 @@ def test_local_runtime_creates_resources_from_the_template(
         assert attributes["VisibilityTimeout"] == timeout
         assert int(json.loads(attributes["RedrivePolicy"])["maxReceiveCount"]) == receives
     assert copy.queue_urls["FrontierQueue"] != stack.queue_urls["FrontierQueue"]
+
+
+def test_the_embedded_emulator_runs_below_the_crawlers_cpu_priority(moto_server: EmbeddedMoto) -> None:
+    """The crawler's timed work (a request due in its pacing slot) must not wait behind the emulator's."""
+    if moto_server.pid is None:
+        pytest.skip("the emulator runs in this process (SEOLENS_MOTO_INPROCESS=1)")
+    if "SEOLENS_MOTO_NICENESS" in os.environ:
+        pytest.skip("the emulator's priority is set by SEOLENS_MOTO_NICENESS")
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, moto_server.pid) == min(ours + EMULATOR_NICENESS, 19)
