@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,7 +30,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     calls_before = GLOBAL_METER.total()
     verdicts_before = dict(app.worker.window_verdicts)
     records = event.get("Records", [])
-    batch = app.worker.batch([(r.get("messageId", ""), r.get("body", "")) for r in records])
+    ends_at = time.time() + context.get_remaining_time_in_millis() / 1000
+    batch = app.worker.batch([(r.get("messageId", ""), r.get("body", "")) for r in records], ends_at)
 
     async def record_handler(record: SQSRecord) -> str:
         try:

@@ -22,6 +22,8 @@ from seolens_core.adapters._metering import GLOBAL_METER
 
 log = logging.getLogger("seolens.local.esm")
 
+SQS_RECEIVE_MAX = 10
+
 
 @dataclass
 class PollerStats:
@@ -51,11 +53,14 @@ class EventSourceMapping:
         reorder: float = 0.0,
         seed: int | None = None,
         idle_pause_s: float = 0.0,
+        batching_window_s: float = 0.0,
     ) -> None:
         """`reorder` (0..1) emulates a standard queue's lack of order: that share of received messages is put
         back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like).
         `idle_pause_s`: after an empty receive, wait this long before the next (a queue that is mostly empty,
-        like the dead-letter queue, is not polled every second)."""
+        like the dead-letter queue, is not polled every second).
+        `batching_window_s` (MaximumBatchingWindowInSeconds): a batch larger than one receive (10) is gathered
+        from further receives within the window, while each comes back full."""
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._invoke = invoke
@@ -67,6 +72,7 @@ class EventSourceMapping:
         self._on_thread_exit = on_thread_exit
         self._reorder = reorder
         self._idle_pause_s = idle_pause_s
+        self._batching_window_s = batching_window_s
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
         self._stop = threading.Event()
@@ -108,14 +114,7 @@ class EventSourceMapping:
 
     def _poll_once(self, sqs: Any) -> int:
         """Receive one batch and run it; returns how many messages it had."""
-        resp = sqs.receive_message(
-            QueueUrl=self._queue_url,
-            MaxNumberOfMessages=self._batch_size,
-            WaitTimeSeconds=self._wait_time_s,
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-        )
-        messages = resp.get("Messages", [])
+        messages = self._receive_batch(sqs)
         if messages and self._reorder > 0:
             messages = self._put_some_back(sqs, messages)
         if not messages:
@@ -167,6 +166,30 @@ class EventSourceMapping:
         finally:
             with self.stats.lock:
                 self.stats.in_flight -= len(messages)
+
+    def _receive_batch(self, sqs: Any) -> list[dict[str, Any]]:
+        """Up to BatchSize messages, as the Lambda service gathers them: SQS returns at most 10 per receive, so
+        a larger batch takes further receives within the batching window. A receive that comes back short
+        means the queue is drained for now: the batch goes at once (the service may wait out the window;
+        locally that would only add latency)."""
+        started = time.monotonic()
+        messages: list[dict[str, Any]] = []
+        wait_s = self._wait_time_s
+        while len(messages) < self._batch_size:
+            want = min(SQS_RECEIVE_MAX, self._batch_size - len(messages))
+            resp = sqs.receive_message(
+                QueueUrl=self._queue_url,
+                MaxNumberOfMessages=want,
+                WaitTimeSeconds=wait_s,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            )
+            got = resp.get("Messages", [])
+            messages.extend(got)
+            if len(got) < want or time.monotonic() - started >= self._batching_window_s:
+                break
+            wait_s = 0
+        return messages
 
     def _redeliver_soon(
         self, sqs: Any, messages: list[dict[str, Any]], injector: faults.FaultInjector | None

@@ -165,6 +165,7 @@ def run_crawl(
             endpoint_url=cloud.endpoint_url,
             region=stack.region,
             batch_size=mapping.batch_size,
+            batching_window_s=mapping.maximum_batching_window_s,
             workers=workers if is_worker else 1,
             on_thread_exit=reset_container,
             reorder=unordered_queue if is_worker else 0.0,

@@ -40,6 +40,8 @@ BFS_HOLD_S = 3.0
 MAX_BFS_HOLDS = 20
 FETCH_LEASE_MARGIN_S = 60.0
 CLAIM_WINDOW_S = 0.003
+MAX_IN_FLIGHT = 10
+FLUSH_RESERVE_S = 5.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -65,6 +67,9 @@ class WorkerServices:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     rng: random.Random = field(default_factory=random.Random)
     fetcher_factory: Callable[[CrawlSettings, AddressPolicy], Fetcher] | None = None
+    max_in_flight: int = MAX_IN_FLIGHT
+    """Records of a batch between their robots check and their slot's release at once: bounds a container's
+    memory (bodies in flight) and CPU (parses) whatever the batch size; the others wait their turn."""
 
 
 def default_fetcher(settings: CrawlSettings, policy: AddressPolicy) -> Fetcher:
@@ -136,9 +141,10 @@ class PageWorker:
             self._frontier_paused = (now, value)
         return value
 
-    def batch(self, records: Sequence[tuple[str, str]]) -> BatchRun:
-        """A run over one SQS batch: (message id, body) of every record, so duplicates are checked at once."""
-        return BatchRun(self, records)
+    def batch(self, records: Sequence[tuple[str, str]], ends_at: float | None = None) -> BatchRun:
+        """A run over one SQS batch: (message id, body) of every record, so duplicates are checked at once.
+        `ends_at` (clock time): when the invocation is killed; records that could not finish by then go back."""
+        return BatchRun(self, records, ends_at)
 
     async def flush(self, contributions: Sequence[Contribution]) -> None:
         """Write one batch: first the URL items (done) with a journal of everything the batch publishes, then
@@ -298,12 +304,51 @@ def _strip_internal(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k != "crawl_id"} for r in rows]
 
 
+class WaveGate:
+    """Admits at most `size` records at a time, in groups: the gate reopens when half of those inside have
+    left, and then admits the free places together. Records admitted together ask for their slots together
+    (one coalesced reservation per host), as the records of a batch of `size` would; one at a time they
+    would each write alone. A slow record holds back at most half a group."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError("size must be >= 1")
+        self._size = size
+        self._free = size
+        self._inside = 0
+        self._changed: asyncio.Condition | None = None
+
+    async def __aenter__(self) -> None:
+        changed = self._condition()
+        async with changed:
+            await changed.wait_for(lambda: self._free > 0)
+            self._free -= 1
+            self._inside += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        changed = self._condition()
+        async with changed:
+            self._inside -= 1
+            if self._free == 0 and self._inside <= self._size // 2:
+                self._free = self._size - self._inside
+                changed.notify_all()
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+
 class BatchRun:
     """One SQS batch: prepared once (duplicate check for all its URLs), then one record handler per message."""
 
-    def __init__(self, worker: PageWorker, records: Sequence[tuple[str, str]]) -> None:
+    def __init__(
+        self, worker: PageWorker, records: Sequence[tuple[str, str]], ends_at: float | None = None
+    ) -> None:
         self._w = worker
         self._size = len(records)
+        self._ends_at = ends_at
+        self._in_flight = WaveGate(worker.s.max_in_flight)
         self._prepared: asyncio.Task[None] | None = None
         self._commit: BatchCommit | None = None
         self._messages: dict[str, FrontierMessage] = {}
@@ -433,6 +478,19 @@ class BatchRun:
             c.outgoing.append(Outgoing(replace(msg, holds=msg.holds + 1), s.clock() + BFS_HOLD_S))
             c.count("n_bfs_held")
             return "bfs_hold"
+        async with self._in_flight:
+            if self._ends_at is not None and s.clock() + _time_needed(settings) > self._ends_at:
+                # A large batch on a slow host: what cannot finish in this invocation goes to the next one.
+                await self._defer(msg, s.clock(), c)
+                return "out_of_time"
+            return await self._visit(msg, c, ctx, url)
+
+    async def _visit(
+        self, msg: FrontierMessage, c: Contribution, ctx: _CrawlContext, url: NormalizedURL
+    ) -> str:
+        """Robots, slot, fetch, parse: the part of a record that talks to the host."""
+        s = self._w.s
+        settings, host = ctx.record.settings, url.origin
         now = s.clock()
         answer = await s.robots.check(host, url.path_query, settings, ctx.fetcher, now)
         if answer.wait_until is not None:
@@ -526,6 +584,11 @@ class BatchRun:
         if result.error is not None or (result.status or 0) >= 400:
             c.count("n_errors")
         return outcome
+
+
+def _time_needed(settings: CrawlSettings) -> float:
+    """Longest a record can take from its robots check to its batch's flush."""
+    return settings.politeness.max_local_wait_s + settings.fetch.total_timeout_s + FLUSH_RESERVE_S
 
 
 def _transient(result: FetchResult) -> bool:

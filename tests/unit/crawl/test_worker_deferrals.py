@@ -99,11 +99,13 @@ class _Robots:
 
 class _Pacing:
     """Without `wait_after`, every record is told to come back in 5 s. With it, the first record gets a slot
-    (and so claims its URL) and the others are told so only once `wait_after` is set."""
+    (and so claims its URL) and the others are told so only once `wait_after` is set. `grant_all`: every
+    record gets a slot."""
 
-    def __init__(self, wait_after: asyncio.Event | None) -> None:
+    def __init__(self, wait_after: asyncio.Event | None, *, grant_all: bool = False) -> None:
         self.wait_after = wait_after
         self.granting = wait_after is not None
+        self.grant_all = grant_all
 
     async def acquire(
         self,
@@ -113,7 +115,7 @@ class _Pacing:
         now: float,
         on_granted: Callable[[], object] | None = None,
     ) -> Ticket | Wait:
-        if self.granting:
+        if self.granting or self.grant_all:
             self.granting = False
             return Ticket(origin, "lease", start_at=now, slack_s=60.0)
         if self.wait_after is not None:
@@ -137,8 +139,10 @@ class _Pacing:
 
 
 class _Fetcher:
-    def __init__(self, claimed: asyncio.Event) -> None:
+    def __init__(self, claimed: asyncio.Event, log: _Log) -> None:
         self.claimed = claimed
+        self.log = log
+        self.in_flight = self.peak_in_flight = 0
 
     async def fetch(
         self,
@@ -151,7 +155,11 @@ class _Fetcher:
         self.claimed.set()
         if may_send is not None:
             assert await may_send()
+        self.log.add("fetch", [url])
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         await asyncio.sleep(0.1)  # the page downloads while the other records are deferred
+        self.in_flight -= 1
         body = b"<html><head><title>t</title></head><body><h1>x</h1></body></html>"
         return FetchResult(url, 200, {"content-type": "text/html"}, body)
 
@@ -159,12 +167,25 @@ class _Fetcher:
         return None
 
 
-def _run(pacing_kind: str, paths: Sequence[str]) -> list[tuple[str, list[str]]]:
+def _run(
+    pacing_kind: str,
+    paths: Sequence[str],
+    *,
+    ends_in_s: float | None = None,
+    max_in_flight: int = 10,
+    fetchers: list[_Fetcher] | None = None,
+) -> list[tuple[str, list[str]]]:
     log = _Log()
+    made = [] if fetchers is None else fetchers
 
     async def main() -> None:
         claimed = asyncio.Event()
-        pacing = _Pacing(claimed if pacing_kind == "split" else None)
+
+        def fetcher(settings: CrawlSettings, policy: Any) -> _Fetcher:
+            made.append(_Fetcher(claimed, log))
+            return made[-1]
+
+        pacing = _Pacing(claimed if pacing_kind == "split" else None, grant_all=pacing_kind == "grant")
         services = WorkerServices(
             crawls=_Crawls(),  # type: ignore[arg-type]
             urls=_Urls(log),  # type: ignore[arg-type]
@@ -172,14 +193,15 @@ def _run(pacing_kind: str, paths: Sequence[str]) -> list[tuple[str, list[str]]]:
             results=_Results(),  # type: ignore[arg-type]
             robots=_Robots(log),
             pacing=pacing,
-            fetcher_factory=lambda settings, policy: _Fetcher(claimed),  # type: ignore[arg-type,return-value]
+            fetcher_factory=fetcher,  # type: ignore[arg-type]
+            max_in_flight=max_in_flight,
         )
         worker = PageWorker(services)
         bodies = []
         for i, path in enumerate(paths):
             url = SITE + path
             bodies.append((f"m{i}", FrontierMessage("c1", url, url_key_hex(url), 1).to_json()))
-        batch = worker.batch(bodies)
+        batch = worker.batch(bodies, None if ends_in_s is None else time.time() + ends_in_s)
         await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies))
 
     asyncio.run(main())
@@ -195,6 +217,22 @@ def test_before_any_claim_a_deferral_is_re_sent_at_once() -> None:
 def test_once_a_record_claimed_its_url_deferrals_go_with_the_flush_after_the_finish() -> None:
     events = _run("split", ["/first", "/second", "/third"])
     kinds = [kind for kind, _ in events]
-    assert kinds == ["claim", "finish", "send"], events
-    assert events[1] == ("finish", ["/first"])
-    assert events[2] == ("send", ["/second", "/third"])
+    assert kinds == ["claim", "fetch", "finish", "send"], events
+    assert events[2] == ("finish", ["/first"])
+    assert events[3] == ("send", ["/second", "/third"])
+
+
+def test_records_that_could_not_finish_before_the_invocation_ends_go_back_unfetched() -> None:
+    # Default settings: a record needs up to 2 s (local wait) + 30 s (fetch) + 5 s (flush) = 37 s.
+    assert [k for k, _ in _run("grant", ["/a", "/b"], ends_in_s=60)].count("fetch") == 2
+    events = _run("grant", ["/a", "/b"], ends_in_s=36)
+    assert events == [("send", ["/a", "/b"])]  # at once (nothing claimed), for another invocation
+
+
+def test_a_large_batch_fetches_at_most_max_in_flight_records_at_once() -> None:
+    fetchers: list[_Fetcher] = []
+    paths = [f"/p{i}" for i in range(12)]
+    events = _run("grant", paths, max_in_flight=4, fetchers=fetchers)
+    assert sorted(u for k, urls in events if k == "fetch" for u in urls) == sorted(paths)
+    assert fetchers[0].peak_in_flight == 4
+    assert ("finish", sorted(paths)) in events  # one flush for the whole batch
