@@ -1,4 +1,5 @@
-"""CallGroup: calls made within a short window of each other run as one batched call."""
+"""CallGroup: calls made within a short window of each other run as one batched call.
+SingleFlight: concurrent calls for one key share the one in flight."""
 
 from __future__ import annotations
 
@@ -8,6 +9,34 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+K = TypeVar("K")
+
+
+class SingleFlight(Generic[K, R]):
+    """Callers asking for one key while its call is in flight share that call (ten records of a batch
+    meeting a host for the first time make one read, not ten); a call after it has landed runs anew."""
+
+    def __init__(self) -> None:
+        self._flights: dict[K, asyncio.Task[R]] = {}
+
+    async def run(self, key: K, call: Callable[[], Awaitable[R]]) -> R:
+        loop = asyncio.get_running_loop()
+        task = self._flights.get(key)
+        if task is None or task.get_loop() is not loop:  # a warm container may run each invocation anew
+            task = loop.create_task(_awaited(call))
+            self._flights[key] = task
+            task.add_done_callback(lambda done: self._landed(key, done))
+        return await asyncio.shield(task)
+
+    def _landed(self, key: K, task: asyncio.Task[R]) -> None:
+        if self._flights.get(key) is task:
+            del self._flights[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: every caller re-raises it
+
+
+async def _awaited(call: Callable[[], Awaitable[R]]) -> R:
+    return await call()
 
 
 class CallGroup(Generic[T, R]):

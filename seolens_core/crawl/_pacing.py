@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, overload
 
+from seolens_core.adapters._gather import SingleFlight
 from seolens_core.adapters.host_pacing import HostPacingStore
 from seolens_core.crawl._ports import PacingPort, Ticket, Wait
 from seolens_core.fetch import Fetcher, FetchResult
@@ -126,6 +127,7 @@ class PacingGate:
         self._stores: dict[AimdSettings, HostPacingStore] = {}
         self._coalesced: dict[AimdSettings, CoalescingPacing] = {}
         self._floors: dict[str, int] = {}
+        self._floor_writes: SingleFlight[tuple[str, int], None] = SingleFlight()
         self._leases: dict[str, tuple[CoalescingPacing, float]] = {}
         """Per lease held: its store and the lease's lifetime."""
         self._rng = random.Random()
@@ -175,8 +177,7 @@ class PacingGate:
         pacing = self.coalesced(settings)
         floor_ms = round((floor_s or 0.0) * 1000)
         if self._floors.get(origin) != floor_ms:
-            await store.set_floor(origin, floor_ms)
-            self._floors[origin] = floor_ms
+            await self._floor_writes.run((origin, floor_ms), lambda: self._set_floor(store, origin, floor_ms))
         lease_id = uuid.uuid4().hex
         lease_ttl_s = settings.fetch.total_timeout_s + LEASE_MARGIN_S
         deadline = self._clock() + settings.politeness.max_local_wait_s
@@ -236,6 +237,10 @@ class PacingGate:
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )
+
+    async def _set_floor(self, store: HostPacingStore, origin: str, floor_ms: int) -> None:
+        await store.set_floor(origin, floor_ms)
+        self._floors[origin] = floor_ms
 
     def idle(self, origin: str, settings: CrawlSettings) -> bool:
         """As last seen by this container: a slot on `origin` would start at once (no spacing to wait)."""

@@ -19,6 +19,7 @@ import zlib
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from seolens_core.adapters._gather import SingleFlight
 from seolens_core.crawl._ports import RobotsAnswer
 from seolens_core.fetch import Fetcher
 from seolens_core.fetch._client import FetchErrorKind
@@ -191,6 +192,7 @@ class RobotsGate:
         self._table = table
         self._settings = settings or RobotsSettings()
         self._cache: dict[str, _Entry] = {}
+        self._loads: SingleFlight[tuple[str, tuple[str, ...]], _Entry] = SingleFlight()
         self._per_crawl: dict[tuple[float, bool, float], RobotsSettings] = {}
         self.fetches = 0
 
@@ -277,6 +279,9 @@ class RobotsGate:
             and (entry.decision is None or now < entry.decision.valid_until)
         ):
             return entry
+        return await self._loads.run((origin, agents), lambda: self._load(origin, agents, now))
+
+    async def _load(self, origin: str, agents: tuple[str, ...], now: float) -> _Entry:
         resp = await self._client.get_item(
             TableName=self._table, Key={"host": {"S": origin}, "kind": {"S": KIND}}, ConsistentRead=True
         )

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seolens_core.adapters._gather import CallGroup
+from seolens_core.adapters._gather import CallGroup, SingleFlight
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing, SendGroup
 from seolens_core.adapters.results import ResultsStore
@@ -92,7 +92,7 @@ class PageWorker:
         self.s = services
         self._crawls: dict[str, _CrawlContext] = {}
         self._frontier_paused: tuple[float, bool] = (0.0, False)
-        self._loading: dict[str, asyncio.Task[_CrawlContext]] = {}
+        self._loading: SingleFlight[str, _CrawlContext] = SingleFlight()
         self._closed_windows: list[tuple[str, WindowReport]] = []
         self.window_verdicts: Counter[str] = (
             Counter()
@@ -109,15 +109,7 @@ class PageWorker:
         if ctx is not None and now - ctx.loaded_at < CRAWL_CACHE_S:
             return ctx
         # One read per stale crawl however many records of the batch ask at once.
-        loading = self._loading.get(crawl_id)
-        if loading is None or loading.get_loop() is not asyncio.get_running_loop():
-            loading = asyncio.get_running_loop().create_task(self._load(crawl_id, now))
-            self._loading[crawl_id] = loading
-        try:
-            return await asyncio.shield(loading)
-        finally:
-            if loading.done() and self._loading.get(crawl_id) is loading:
-                del self._loading[crawl_id]
+        return await self._loading.run(crawl_id, lambda: self._load(crawl_id, now))
 
     async def _load(self, crawl_id: str, now: float) -> _CrawlContext:
         """Crawl record and operator switch in one call (both are cached for CRAWL_CACHE_S)."""

@@ -269,3 +269,32 @@ def test_a_definitive_decision_is_kept_longer_than_a_failing_one(moto_server: Em
             assert ok.calls == 1
 
     asyncio.run(scenario())
+
+
+def test_records_meeting_a_host_together_share_one_read(moto_server: EmbeddedMoto) -> None:
+    """A fresh container's batch: ten records check the same host at once and make one GetItem."""
+
+    async def scenario() -> None:
+        async with hosts_table(moto_server) as (client, table):
+            now = time.time()
+            ok = FakeFetcher(200, b"User-agent: *\nDisallow: /private/\n")
+            assert (
+                await RobotsGate(client, table).check(HOST, "/a", SETTINGS, cast(Fetcher, ok), now)
+            ).allowed
+            reads: list[str] = []
+            get_item = client.get_item
+
+            async def counting_get_item(**kwargs: Any) -> Any:
+                reads.append(kwargs["Key"]["host"]["S"])
+                return await get_item(**kwargs)
+
+            client.get_item = counting_get_item
+            fresh = RobotsGate(client, table)  # another container: nothing cached yet
+            answers = await asyncio.gather(
+                *(fresh.check(HOST, f"/p{i}", SETTINGS, cast(Fetcher, ok), now) for i in range(10))
+            )
+            assert all(a.allowed for a in answers)
+            assert reads == [HOST]
+            assert ok.calls == 1
+
+    asyncio.run(scenario())

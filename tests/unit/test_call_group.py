@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from seolens_core.adapters._gather import CallGroup
+from seolens_core.adapters._gather import CallGroup, SingleFlight
 
 
 def test_calls_within_the_window_run_once_and_each_gets_its_own_result() -> None:
@@ -48,3 +48,40 @@ def test_a_run_that_answers_the_wrong_number_of_results_is_an_error() -> None:
 
     with pytest.raises(RuntimeError, match="1 results for 2 items"):
         asyncio.run(main())
+
+
+def test_single_flight_shares_the_call_in_flight_and_runs_anew_after_it_lands() -> None:
+    calls: list[str] = []
+
+    async def read(key: str) -> str:
+        calls.append(key)
+        await asyncio.sleep(0.01)
+        return key.upper()
+
+    async def main() -> list[str]:
+        flight: SingleFlight[str, str] = SingleFlight()
+        first = await asyncio.gather(*(flight.run(k, lambda k=k: read(k)) for k in ["a", "a", "b", "a"]))
+        again = await flight.run("a", lambda: read("a"))
+        return [*first, again]
+
+    assert asyncio.run(main()) == ["A", "A", "B", "A", "A"]
+    assert calls == ["a", "b", "a"]
+
+
+def test_single_flight_gives_every_caller_the_error_and_survives_a_new_event_loop() -> None:
+    flight: SingleFlight[str, int] = SingleFlight()
+
+    async def fail() -> int:
+        await asyncio.sleep(0.01)
+        raise RuntimeError("boom")
+
+    async def main() -> list[object]:
+        return await asyncio.gather(flight.run("k", fail), flight.run("k", fail), return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert [type(r) for r in results] == [RuntimeError, RuntimeError]
+
+    async def ok() -> int:
+        return 7
+
+    assert asyncio.run(flight.run("k", ok)) == 7  # another loop (as in a warm Lambda container)
