@@ -5,7 +5,7 @@ Pure functions over an immutable `HostPoliteness`; stores (in memory, DynamoDB) 
 
 from __future__ import annotations
 
-from ._coalesce import RELEASE_WINDOW_S, BatchHostPacing, CoalescingPacing
+from ._coalesce import RELEASE_WINDOW_S, RESERVE_GATHER_S, BatchHostPacing, CoalescingPacing
 from ._controller import (
     DEFAULT_SETTINGS,
     backoff,
@@ -45,6 +45,7 @@ __all__ = [
     "ERROR_STATUSES",
     "RATE_LIMIT_STATUSES",
     "RELEASE_WINDOW_S",
+    "RESERVE_GATHER_S",
     "SAME_SLOT_S",
     "UNSPACED_SLACK_S",
     "AimdSettings",

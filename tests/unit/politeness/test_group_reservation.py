@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seolens_core.politeness import (
+    RESERVE_GATHER_S,
     AimdSettings,
     BlockReason,
     CoalescingPacing,
@@ -166,18 +167,19 @@ class Clock:
         return self.now
 
 
-def test_concurrent_reserves_of_one_loop_share_one_group_call() -> None:
+@pytest.mark.parametrize(("gather_s", "groups"), [(RESERVE_GATHER_S, [10]), (0.0, [1, 9])])
+def test_concurrent_reserves_of_one_loop_share_one_group_call(gather_s: float, groups: list[int]) -> None:
     async def main() -> None:
         clock = Clock()
         store = InMemoryHostPacing(clock, AimdSettings(initial_delay_ms=100, initial_concurrency=8))
-        pacing = CoalescingPacing(store)
+        pacing = CoalescingPacing(store, gather_s=gather_s)
         answers = await asyncio.gather(
             *(pacing.reserve(HOST, f"l{i}", lease_ttl_s=30, max_local_wait_s=2) for i in range(10))
         )
-        # The first caller finds nobody queued and goes alone; the nine that queued behind its write
-        # share the next one.
-        assert store.group_sizes == [1, 9]
-        assert (pacing.reserve_writes, pacing.reserved) == (2, 10)
+        # The first caller waits for the others asking with it, and all share one write. Without that
+        # wait it finds nobody queued and goes alone; the nine that queued behind its write share the next.
+        assert store.group_sizes == groups
+        assert (pacing.reserve_writes, pacing.reserved) == (len(groups), 10)
         granted = sorted(a.start_at for a in answers if isinstance(a, Granted))
         assert len(granted) == 8  # concurrency 8
         assert granted == near([T0 + 0.1 * i for i in range(8)])
