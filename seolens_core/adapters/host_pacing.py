@@ -358,9 +358,13 @@ class HostPacingStore:
         return None if seen is None else (seen.state.next_allowed_at, seen.step)
 
     def idle(self, host: str) -> bool:
-        """As last seen here: the host's next start is not beyond `now + lead` (a host never seen counts as
-        idle). A grant on an idle host starts within one write's round trip."""
-        return not self._busy.get(host, False)
+        """As last seen here: the host's next start is not beyond `now + lead` and a lease is free (a host
+        never seen counts as idle). A grant on an idle host starts within one write's round trip; on a host
+        whose leases were all taken, a reservation is likely deferred."""
+        if self._busy.get(host, False):
+            return False
+        seen = self._last.get(host)
+        return seen is None or len(seen.state.live_leases(self._clock())) < seen.state.concurrency
 
     @property
     def read_lead_s(self) -> float:

@@ -360,6 +360,28 @@ def test_reserve_release_and_deferral_cost_one_update_each(moto_server: Embedded
     asyncio.run(main())
 
 
+def test_a_host_whose_leases_were_all_taken_is_not_idle(moto_server: EmbeddedMoto) -> None:
+    """`idle` (a worker claims its URL with the reservation, not after the grant) is false while the last
+    answer showed every lease taken: a reservation there is likely deferred, and the claim would go back."""
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            store = HostPacingStore(
+                client, table, settings=AimdSettings(initial_delay_ms=0, initial_concurrency=2)
+            )
+            assert store.idle(HOST)  # never seen
+            await store.set_floor(HOST, 0)
+            assert isinstance(await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5), Granted)
+            assert store.idle(HOST)  # one lease of two taken
+            assert isinstance(await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=5), Granted)
+            assert not store.idle(HOST)
+            await store.release(HOST, "a", Observation(status=200, ttfb_ms=20))
+            assert store.idle(HOST)
+
+    asyncio.run(main())
+
+
 def test_group_reserve_and_release_cost_one_update_each(moto_server: EmbeddedMoto) -> None:
     async def main() -> None:
         async with dynamodb(moto_server) as client:
