@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -11,7 +12,7 @@ from cfnlint.api import ManualArgs, lint, lint_file
 from moto.cloudformation.parsing import get_model_map
 
 from infra.local.template import MOTO_UNSUPPORTED_TYPES, referenced_ids
-from tests.infra.conftest import REGION, TEMPLATE
+from tests.infra.conftest import REGION, ROOT, TEMPLATE
 
 LINT = ManualArgs(regions=[REGION])
 
@@ -385,3 +386,11 @@ def test_samconfig_deploys_with_iam_capability() -> None:
     deploy = config["default"]["deploy"]["parameters"]
     assert "CAPABILITY_IAM" in deploy["capabilities"]
     assert deploy["resolve_s3"] is True
+
+
+def test_requirements_txt_is_what_the_package_depends_on() -> None:
+    """`sam build` installs requirements.txt beside CodeUri (it does not read pyproject.toml): a dependency
+    missing there deploys functions that fail at import."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    assert [ln for ln in lines if ln.strip() and not ln.startswith("#")] == declared
