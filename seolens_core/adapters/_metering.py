@@ -9,16 +9,53 @@ from typing import Any
 
 
 def batch_size(operation: str, params: Any) -> int | None:
-    """Items a DynamoDB batch or transaction call carries (billing is per item), None for other calls."""
+    """Items a DynamoDB batch or transaction call carries (billing is per item), None for other calls.
+    An item a write call puts counts once per started KB (a write unit covers 1 KB): a batch journal of
+    30 KB is 30 units. Updates and deletes count 1: the stored item's size is not in the request."""
     if not isinstance(params, dict):
         return None
     if operation == "BatchWriteItem":
-        return sum(len(v) for v in params.get("RequestItems", {}).values())
+        return sum(
+            write_units(r["PutRequest"].get("Item", {})) if "PutRequest" in r else 1
+            for requests in params.get("RequestItems", {}).values()
+            for r in requests
+        )
     if operation == "BatchGetItem":
         return sum(len(v.get("Keys", ())) for v in params.get("RequestItems", {}).values())
-    if operation in ("TransactWriteItems", "TransactGetItems"):
+    if operation == "TransactWriteItems":
+        return sum(
+            write_units(t["Put"].get("Item", {})) if "Put" in t else 1 for t in params.get("TransactItems", ())
+        )
+    if operation == "TransactGetItems":
         return len(params.get("TransactItems", ()))
     return None
+
+
+def write_units(item: Mapping[str, Any]) -> int:
+    """DynamoDB write units of putting `item` (API form, {"name": {"S": ...}}): one per started KB."""
+    return max(1, -(-item_size(item) // 1024))
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """Bytes DynamoDB counts for an item: attribute names plus values (numbers approximated by their digits)."""
+    return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    (kind, v), *_ = value.items()
+    if kind == "S":
+        return len(str(v).encode("utf-8"))
+    if kind == "N":
+        return len(str(v)) // 2 + 1
+    if kind == "B":
+        return len(v) if isinstance(v, bytes | bytearray) else len(str(v))
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: x}) for x in v)
+    if kind == "L":
+        return 3 + sum(1 + _value_size(x) for x in v)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(x) for k, x in v.items())
+    return 1  # BOOL, NULL
 
 
 class CallMeter:

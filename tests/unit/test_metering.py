@@ -5,13 +5,14 @@ from __future__ import annotations
 import boto3
 from botocore.stub import Stubber
 
-from seolens_core.adapters._metering import CallMeter, batch_size
+from seolens_core.adapters._metering import CallMeter, batch_size, item_size, write_units
 
 
 def test_batch_sizes_per_operation() -> None:
-    assert batch_size("BatchWriteItem", {"RequestItems": {"a": [1, 2], "b": [3]}}) == 3
+    delete = {"DeleteRequest": {"Key": {"k": {"S": "a"}}}}
+    assert batch_size("BatchWriteItem", {"RequestItems": {"a": [delete, delete], "b": [delete]}}) == 3
     assert batch_size("BatchGetItem", {"RequestItems": {"a": {"Keys": [1, 2, 3, 4]}}}) == 4
-    assert batch_size("TransactWriteItems", {"TransactItems": [1, 2]}) == 2
+    assert batch_size("TransactWriteItems", {"TransactItems": [{"Update": {}}, {"Delete": {}}]}) == 2
     assert batch_size("UpdateItem", {"Key": {}}) is None
     assert batch_size("BatchWriteItem", None) is None
 
@@ -32,3 +33,20 @@ def test_meter_counts_calls_and_items_through_botocore_hooks() -> None:
         )
     assert meter.snapshot() == {"dynamodb.BatchWriteItem": 1, "dynamodb.TransactWriteItems": 1}
     assert meter.items() == {"dynamodb.BatchWriteItem": 3, "dynamodb.TransactWriteItems": 2}
+
+
+def test_an_item_put_counts_one_unit_per_started_kilobyte() -> None:
+    journal = {"crawl_id": {"S": "c1"}, "key": {"S": "j#1"}, "blob": {"B": b"x" * 3000}}
+    assert item_size(journal) == len("crawl_id") + 2 + len("key") + 3 + len("blob") + 3000
+    assert write_units(journal) == 3
+    small = {
+        "k": {"S": "v"},
+        "n": {"N": "12345"},
+        "l": {"L": [{"BOOL": True}]},
+        "m": {"M": {"a": {"NULL": True}}},
+    }
+    assert write_units(small) == 1
+    put = {"PutRequest": {"Item": journal}}
+    assert batch_size("BatchWriteItem", {"RequestItems": {"t": [put, {"DeleteRequest": {}}]}}) == 4
+    transact = {"TransactItems": [{"Put": {"Item": journal}}, {"Update": {}}, {"ConditionCheck": {}}]}
+    assert batch_size("TransactWriteItems", transact) == 5
