@@ -40,11 +40,30 @@ def normalize(
     name a different page.
     """
     try:
+        shared = _shared_base(href, base)
+        if shared is not None:
+            return _normalize_shared(href, shared, config)
         return _normalize(href, base, config)
     except UnicodeError as exc:
         return Rejection(RejectReason.UNPARSEABLE, f"not encodable as UTF-8: {exc}")
     except Exception as exc:  # the never-raises guarantee; the property tests run `_normalize` without it
         return Rejection(RejectReason.UNPARSEABLE, f"{type(exc).__name__}: {exc}")
+
+
+def _shared_base(href: str, base: str | NormalizedURL | None) -> str | None:
+    """For a link whose result does not depend on the base's path and query: what it depends on ("" for an
+    absolute URL, the base's `scheme://authority/` for an absolute path), else None. The navigation links
+    every page of a site repeats are of these kinds: normalized once per container, not once per page."""
+    if href.startswith(("http://", "https://")):
+        return ""
+    if href.startswith("/") and not href.startswith("//") and isinstance(base, NormalizedURL):
+        return f"{base.scheme}://{base.host_port}/"
+    return None
+
+
+@lru_cache(maxsize=16384)
+def _normalize_shared(href: str, base: str, config: NormalizeConfig) -> NormalizedURL | Rejection:
+    return _normalize(href, base or None, config)
 
 
 @lru_cache(maxsize=4096)

@@ -101,3 +101,26 @@ def test_output_parses_back_to_its_parts(href: str, base: str | NormalizedURL | 
     assert url == f"{result.scheme}://{result.host_port}{result.path_query}"
     assert "//" not in result.path and "/./" not in result.path and "/../" not in result.path
     assert len(url) <= DEFAULT_CONFIG.max_length
+
+
+root_relative = st.builds(
+    lambda path, query: "/" + "".join(path) + query,
+    st.lists(_PATH_CHARS, max_size=20),
+    st.one_of(st.just(""), st.lists(_QUERY_CHARS, max_size=12).map(lambda xs: "?" + "".join(xs))),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(urlish, root_relative), any_base)
+def test_the_shared_cache_gives_what_the_uncached_normalization_gives(
+    href: str, base: str | NormalizedURL | None
+) -> None:
+    """Absolute URLs and absolute paths are normalized once per base origin (navigation links repeat on every
+    page): the answer must be the one resolving against the full base would give."""
+    try:
+        expected: object = _normalize(href, base, DEFAULT_CONFIG)
+    except Exception:
+        expected = Rejection
+    got = normalize(href, base)
+    assert got == expected or (expected is Rejection and isinstance(got, Rejection))
+    assert normalize(href, base) == got  # and again, from the cache
