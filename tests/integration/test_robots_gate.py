@@ -65,6 +65,19 @@ class SlowLeases:
         return getattr(self._client, name)
 
 
+def count_reads(client: Any) -> list[str]:
+    """From now on, the host of every GetItem `client` makes, in order."""
+    reads: list[str] = []
+    get_item = client.get_item
+
+    async def counting_get_item(**kwargs: Any) -> Any:
+        reads.append(kwargs["Key"]["host"]["S"])
+        return await get_item(**kwargs)
+
+    client.get_item = counting_get_item
+    return reads
+
+
 @asynccontextmanager
 async def hosts_table(moto: EmbeddedMoto) -> AsyncIterator[tuple[Any, str]]:
     session = get_session()
@@ -240,14 +253,7 @@ def test_a_definitive_decision_is_kept_longer_than_a_failing_one(moto_server: Em
 
     async def scenario() -> None:
         async with hosts_table(moto_server) as (client, table):
-            reads: list[str] = []
-            get_item = client.get_item
-
-            async def counting_get_item(**kwargs: Any) -> Any:
-                reads.append(kwargs["Key"]["host"]["S"])
-                return await get_item(**kwargs)
-
-            client.get_item = counting_get_item
+            reads = count_reads(client)
             now = time.time()
             healthy, failing = HOST, "https://down.example:443"
             gate = RobotsGate(client, table)
@@ -281,14 +287,7 @@ def test_records_meeting_a_host_together_share_one_read(moto_server: EmbeddedMot
             assert (
                 await RobotsGate(client, table).check(HOST, "/a", SETTINGS, cast(Fetcher, ok), now)
             ).allowed
-            reads: list[str] = []
-            get_item = client.get_item
-
-            async def counting_get_item(**kwargs: Any) -> Any:
-                reads.append(kwargs["Key"]["host"]["S"])
-                return await get_item(**kwargs)
-
-            client.get_item = counting_get_item
+            reads = count_reads(client)
             fresh = RobotsGate(client, table)  # another container: nothing cached yet
             answers = await asyncio.gather(
                 *(fresh.check(HOST, f"/p{i}", SETTINGS, cast(Fetcher, ok), now) for i in range(10))
