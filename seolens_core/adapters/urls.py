@@ -104,6 +104,13 @@ class SeenCache:
             self._keys.popitem(last=False)
 
 
+
+def _pending_claim_of(item: dict[str, Any], msg: FrontierMessage) -> bool:
+    """The stored item is a claim `msg`'s parent made and the URL is not fetched yet: the parent (retried,
+    or its write retried) must send it, or nobody will."""
+    owner = item.get("claimed_by", {}).get("S", "")
+    return item.get("url_state", {}).get("S") in (QUEUED, FETCHING) and owner == (msg.parent or "seed")
+
 class UrlStore:
     def __init__(self, client: Any, table: str, seen: SeenCache | None = None) -> None:
         self._client = client
@@ -153,9 +160,8 @@ class UrlStore:
             if item is None:
                 to_put.append((msg, host))
                 continue
-            owner = item.get("claimed_by", {}).get("S", "")
-            self._seen.add(*ident, owner)
-            if item.get("url_state", {}).get("S") in (QUEUED, FETCHING) and owner == (msg.parent or "seed"):
+            self._seen.add(*ident, item.get("claimed_by", {}).get("S", ""))
+            if _pending_claim_of(item, msg):
                 winners.append(msg)
         results = await self._put_new_many(to_put, now)
         new: list[FrontierMessage] = []
@@ -178,9 +184,13 @@ class UrlStore:
         for start in range(0, len(todo), TRANSACT_MAX_ITEMS):
             chunk = range(start, min(start + TRANSACT_MAX_ITEMS, len(todo)))
             put = {i: {"Put": self._create(*todo[i], now)} for i in chunk}
-            done, _, left = await self._transact(put)
+            done, refused, left = await self._transact(put)
             for i in done:
                 won[i] = True
+            # Refused by an item this parent's own write created: a write that landed though its answer
+            # was lost (the SDK retried it and met its own item). Ours to send, or the URL is never queued.
+            for i, item in refused.items():
+                won[i] = _pending_claim_of(item, todo[i][0])
             # Still conflicting after every attempt: one conditional put each (never lose a URL).
             results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in left))
             for i, ok in zip(left, results, strict=True):
@@ -223,13 +233,14 @@ class UrlStore:
             "TableName": self._table,
             "Item": self._item(msg, host, now, done_outcome=None),
             "ConditionExpression": "attribute_not_exists(url_key)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
     async def _put_new(self, msg: FrontierMessage, host: str, now: float) -> bool:
         try:
             await self._client.put_item(**self._create(msg, host, now))
-        except self._client.exceptions.ConditionalCheckFailedException:
-            return False
+        except self._client.exceptions.ConditionalCheckFailedException as exc:
+            return _pending_claim_of(exc.response.get("Item") or {}, msg)
         return True
 
     async def claim_fetch(self, msg: FrontierMessage, now: float, lease_s: float) -> FetchClaim:

@@ -251,6 +251,38 @@ def test_claims_that_keep_conflicting_fall_back_to_one_conditional_put_each(
     _run_on_table(moto_server, scenario)
 
 
+class _AnswerLost(_RivalBeforeTransaction):
+    """Every write lands, but its answer is lost and the SDK sends it again (a read timeout, a reset
+    connection): the caller sees what the repeated write meets, its own item."""
+
+    async def transact_write_items(self, **kwargs: Any) -> Any:
+        self.calls.append(("TransactWriteItems", len(kwargs["TransactItems"])))
+        await self._client.transact_write_items(**kwargs)
+        return await self._client.transact_write_items(**kwargs)
+
+    async def put_item(self, **kwargs: Any) -> Any:
+        self.calls.append(("PutItem", 1))
+        await self._client.put_item(**kwargs)
+        return await self._client.put_item(**kwargs)
+
+
+def test_a_claim_whose_answer_was_lost_is_still_sent(moto_server: EmbeddedMoto) -> None:
+    """The 20,000-page benchmark of 2026-12-01 stalled with 26 URLs queued and no message: a claim
+    transaction landed, its retry met the claims and took them for another writer's."""
+
+    async def scenario(raw: Any, table: str) -> None:
+        children = [_msg(f"/lost{i}", parent="p1") for i in range(3)]
+        claimed = await UrlStore(_AnswerLost(raw, table, []), table).claim(children, ["h"] * 3, 0.0)
+        assert {m.key for m in claimed.send} == {m.key for m in children}
+        rival = _msg("/lost0", parent="p2")  # another parent's later claim is still refused
+        assert (await UrlStore(raw, table).claim([rival], ["h"], 0.0)).send == []
+        store = UrlStore(_AnswerLost(raw, table, []), table)
+        single = _msg("/lost-single", parent="p1")
+        assert await store._put_new(single, "h", 0.0)  # the one-put fallback, same case
+
+    _run_on_table(moto_server, scenario)
+
+
 class _Counting(_RivalBeforeTransaction):
     async def update_item(self, **kwargs: Any) -> Any:
         self.calls.append(("UpdateItem", 1))
