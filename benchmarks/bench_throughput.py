@@ -166,19 +166,21 @@ def _measure(
     before_log = log.stat().st_size if log.exists() else 0
     before = os.times()
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sample = Sample()
-    stop = threading.Event()
-    sampler = threading.Thread(target=_sample_tree, args=(proc.pid, stop, sample), daemon=True)
-    sampler.start()
-    _, stderr = proc.communicate()
+    output = log.with_name(f"{name}-output.log")  # kept: the crawler's logs explain a slow or stalled run
+    with output.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        sample = Sample()
+        stop = threading.Event()
+        sampler = threading.Thread(target=_sample_tree, args=(proc.pid, stop, sample), daemon=True)
+        sampler.start()
+        proc.wait()
     wall = time.perf_counter() - t0
     stop.set()
     sampler.join()
     after = os.times()
     if proc.returncode != 0:
-        print(stderr[-3000:], file=sys.stderr)
-        raise SystemExit(f"{name} exited with {proc.returncode}")
+        print(output.read_text(encoding="utf-8", errors="replace")[-3000:], file=sys.stderr)
+        raise SystemExit(f"{name} exited with {proc.returncode} (output: {output})")
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     emu = sum(sample.cpu_s.get(pid, 0.0) for pid in sample.emulator_pids)
     requests: Counter[str] = Counter()
@@ -343,6 +345,7 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=900.0, help="time budget of the seolens crawl")
     parser.add_argument("--skip-scrapy", action="store_true")
     parser.add_argument("--skip-seolens", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs) afterwards")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -395,7 +398,10 @@ def main() -> None:
             ),
             encoding="utf-8",
         )
-    shutil.rmtree(work, ignore_errors=True)
+    if args.keep:
+        print(f"kept {work} (site, nginx access log, each crawler's output log)")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

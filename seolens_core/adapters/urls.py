@@ -104,12 +104,12 @@ class SeenCache:
             self._keys.popitem(last=False)
 
 
-
 def _pending_claim_of(item: dict[str, Any], msg: FrontierMessage) -> bool:
     """The stored item is a claim `msg`'s parent made and the URL is not fetched yet: the parent (retried,
     or its write retried) must send it, or nobody will."""
     owner = item.get("claimed_by", {}).get("S", "")
     return item.get("url_state", {}).get("S") in (QUEUED, FETCHING) and owner == (msg.parent or "seed")
+
 
 class UrlStore:
     def __init__(self, client: Any, table: str, seen: SeenCache | None = None) -> None:

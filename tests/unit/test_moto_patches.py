@@ -158,3 +158,40 @@ def test_a_cancelled_transaction_leaves_every_named_item_as_it_was(patched_moto:
     ddb.transact_write_items(TransactItems=items[:2])  # and a transaction that holds is written
     after = ddb.get_item(TableName="rollback", Key={"pk": {"S": "p"}, "sk": {"S": "a"}})["Item"]
     assert after["v"]["N"] == "2"
+
+
+def test_a_delete_waits_for_the_lock_sends_append_under() -> None:
+    """Patch 4: upstream moto rebuilt a queue's message list outside the lock `add_message` appends under,
+    so a message sent during a delete went into the old list and was lost (two 20,000-page runs stalled
+    on it). The window is a few bytecodes wide, too rare to reproduce on demand: the test checks the
+    mechanism instead, that the patched delete cannot run while a send holds the lock."""
+    import threading
+
+    from moto import mock_aws
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
+    from moto.sqs.models import sqs_backends
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="locked-delete")["QueueUrl"]
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)]
+        )
+        handle = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"][0]["ReceiptHandle"]
+        queue = sqs_backends["123456789012"]["us-east-1"].get_queue("locked-delete")
+        deleted = threading.Event()
+
+        def delete() -> None:
+            moto_patches._delete_message_locked(queue, handle)
+            deleted.set()
+
+        with queue._messages_lock:  # a send appending right now
+            worker = threading.Thread(target=delete)
+            worker.start()
+            assert not deleted.wait(0.3)
+        worker.join(5)
+        assert deleted.is_set()
+        assert len(queue._messages) == 2
+        moto_patches._delete_message_locked(queue, handle)  # again: a no-op, as upstream
+        with pytest.raises(ReceiptHandleIsInvalid):
+            moto_patches._delete_message_locked(queue, "no-such-handle")
