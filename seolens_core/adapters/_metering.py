@@ -24,7 +24,8 @@ def batch_size(operation: str, params: Any) -> int | None:
         return sum(len(v.get("Keys", ())) for v in params.get("RequestItems", {}).values())
     if operation == "TransactWriteItems":
         return sum(
-            write_units(t["Put"].get("Item", {})) if "Put" in t else 1 for t in params.get("TransactItems", ())
+            write_units(t["Put"].get("Item", {})) if "Put" in t else 1
+            for t in params.get("TransactItems", ())
         )
     if operation == "TransactGetItems":
         return len(params.get("TransactItems", ()))
@@ -104,7 +105,8 @@ class CallMeter:
         self._listeners.remove(listener)
 
     def items(self) -> dict[str, int]:
-        """Items carried by batch calls so far, per "service.Operation"."""
+        """Items carried by batch calls so far, per "service.Operation" (an item put counted per started KB,
+        see `batch_size`)."""
         with self._lock:
             return dict(sorted(self._items.items()))
 

@@ -308,27 +308,20 @@ class WaveGate:
         self._size = size
         self._free = size
         self._inside = 0
-        self._changed: asyncio.Condition | None = None
+        self._changed = asyncio.Condition()  # binds to the loop of its first use (the invocation's)
 
     async def __aenter__(self) -> None:
-        changed = self._condition()
-        async with changed:
-            await changed.wait_for(lambda: self._free > 0)
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._free > 0)
             self._free -= 1
             self._inside += 1
 
     async def __aexit__(self, *exc: object) -> None:
-        changed = self._condition()
-        async with changed:
+        async with self._changed:
             self._inside -= 1
             if self._free == 0 and self._inside <= self._size // 2:
                 self._free = self._size - self._inside
-                changed.notify_all()
-
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+                self._changed.notify_all()
 
 
 class BatchRun:

@@ -740,3 +740,33 @@ def test_waiters_whose_turn_is_beyond_the_local_wait_leave_at_once(moto_server: 
     assert len(slots) == 4, answers
     assert [a.reason for _, a in waits] == ["pacing"] * 4, waits
     assert max(t for t, _ in waits) < 1.0, waits  # at once, not at the 2 s deadline
+
+
+def test_records_meeting_a_host_together_write_its_crawl_delay_floor_once(moto_server: EmbeddedMoto) -> None:
+    """A fresh container's batch: ten records ask for a slot on a host with a Crawl-delay at once; the floor is
+    written once (a read and a conditional write of the PACE item), not once per record."""
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.settings import CrawlSettings
+
+    settings = CrawlSettings(start_urls=("https://shop.example/",))
+
+    async def main() -> int:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            gate = PacingGate(client, table)
+            store = gate.store(settings)
+            floor_writes = 0
+            set_floor = store.set_floor
+
+            async def counted(host: str, floor_ms: int) -> Any:
+                nonlocal floor_writes
+                floor_writes += 1
+                return await set_floor(host, floor_ms)
+
+            store.set_floor = counted  # type: ignore[method-assign]
+            await asyncio.gather(*(gate.acquire(HOST, settings, 1.0, time.time()) for _ in range(10)))
+            item = await client.get_item(TableName=table, Key={"host": {"S": HOST}, "kind": {"S": "PACE"}})
+            assert item["Item"]["floor_ms"]["N"] == "1000"
+            return floor_writes
+
+    assert asyncio.run(main()) == 1
