@@ -25,11 +25,24 @@ fails until someone re-reads the upstream code and re-pins.
    the old list and was lost (a successful SendMessageBatch whose messages never arrive). Two 20,000-page
    benchmark runs stalled on it: 26 and 10 URLs claimed, their messages gone, the crawl never drained.
    The patch does the same work, in one pass, holding the lock.
+5. DeleteMessageBatch in one pass over the queue. Upstream deletes receipt by receipt, each a scan of every
+   message in the queue (and a new list of receipt handles per message): 10 scans a batch.
+6. `Queue.messages` reads the clock once. Upstream asks every message `visible` and `delayed`, each a fresh
+   `unix_time_millis()` (a datetime round trip): at a depth of thousands, most of a ReceiveMessage's CPU.
+7. Backend lookup per request host memoised. Upstream, every request lists moto's package directory and
+   `isdir`s each of its ~200 entries (then tries ~1,000 URL patterns), under the dispatcher's lock.
+8. DynamoDB item operations serialised with `json.dumps`. Upstream walks the botocore output shape for every
+   value of every returned item (a quarter of the emulator's CPU in a crawl: a host's pacing item is
+   returned on each of its updates). The result is already plain DynamoDB JSON (`dynamo_to_dict`), with
+   bytes for binary values and no timestamps; `fast_json_equivalent` checks a result against upstream's
+   serialiser, which the tests run on every item shape the crawler stores.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -194,6 +207,137 @@ def _delete_message_locked(self: Any, receipt_handle: str) -> None:
         self._messages = kept
 
 
+def _delete_message_batch_one_pass(
+    self: Any, queue_name: str, receipts: list[dict[str, Any]]
+) -> tuple[list[str], list[dict[str, str]]]:
+    """`moto.sqs.models.SQSBackend.delete_message_batch` (5.2.5), one scan of the queue for the batch (patch 5)."""
+    queue = self.get_queue(queue_name)
+    wanted = {r["ReceiptHandle"] for r in receipts}
+    with queue._messages_lock:
+        pending = wanted - queue.deleted_messages
+        if pending:
+            kept = []
+            for message in queue._messages:
+                if message.receipt_handle in pending or not pending.isdisjoint(message._old_receipt_handles):
+                    queue.pending_messages.discard(message)
+                    queue.deleted_messages.update(message.all_receipt_handles)
+                    continue
+                kept.append(message)
+            queue._messages = kept
+        deleted = queue.deleted_messages
+        success = [r["Id"] for r in receipts if r["ReceiptHandle"] in deleted]
+    errors = [
+        {
+            "Id": r["Id"],
+            "SenderFault": True,
+            "Code": "ReceiptHandleIsInvalid",
+            "Message": f'The input receipt handle "{r["ReceiptHandle"]}" is not a valid receipt handle.',
+        }
+        for r in receipts
+        if r["ReceiptHandle"] not in deleted
+    ]
+    return success, errors
+
+
+def _visible_messages(self: Any) -> list[Any]:
+    """`moto.sqs.models.Queue.messages` (5.2.5) with one clock read (patch 6)."""
+    from moto.core.utils import unix_time_millis
+
+    now = unix_time_millis()
+    return [m for m in self._messages if now > m.visible_at and not now < m.delayed_until]
+
+
+def _memoised_backend_lookup(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`DomainDispatcherApplication.get_backend_for_host` (5.2.5), memoised per host (patch 7): the answer
+    depends on the host string only (moto's module list and URL patterns are fixed once imported)."""
+    cache: dict[str | None, Any] = {}
+
+    @functools.wraps(method)
+    def wrapper(self: Any, host: str | None) -> Any:
+        try:
+            return cache[host]
+        except KeyError:
+            found = method(self, host)
+            if len(cache) < 4096:
+                cache[host] = found
+            return found
+
+    return wrapper
+
+
+FAST_JSON_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+        "Query",
+        "Scan",
+    }
+)
+
+
+class _UnexpectedValue(TypeError):
+    """A result holds a value the fast path does not know how to write: use upstream's serialiser."""
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise _UnexpectedValue(type(value).__name__)
+
+
+def _fast_json_body(result: Any) -> str:
+    return json.dumps(result, default=_json_default)
+
+
+def _fast_json_result(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`moto.dynamodb.responses.DynamoResult.execute_result` (patch 8): item operations as plain JSON."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, context: Any) -> Any:
+        result = self.result
+        if (
+            isinstance(result, dict)
+            and str(context.operation_model.name) in FAST_JSON_OPERATIONS
+            and str(context.service_model.service_name) == "dynamodb"
+        ):
+            try:
+                body = _fast_json_body(result)
+            except _UnexpectedValue:
+                return method(self, context)
+            content_type = "application/x-amz-json-" + context.service_model.metadata.get(
+                "jsonVersion", "1.0"
+            )
+            return 200, {"Content-Type": content_type}, body
+        return method(self, context)
+
+    return wrapper
+
+
+def fast_json_equivalent(operation: str, result: dict[str, Any]) -> tuple[Any, Any]:
+    """(fast path's body, upstream serialiser's body) for a DynamoDB `operation` result, both parsed."""
+    from moto.core.responses import ActionContext, ActionResult
+    from moto.core.serialize import get_serializer_class
+    from moto.core.utils import get_service_model
+    from moto.dynamodb.models.utilities import dynamo_to_dict
+
+    service_model = get_service_model("dynamodb")
+    context = ActionContext(
+        service_model,
+        service_model.operation_model(operation),
+        get_serializer_class("dynamodb", "json"),
+        None,  # type: ignore[arg-type]
+    )
+    plain = dynamo_to_dict(result)
+    _, _, upstream = ActionResult(plain).execute_result(context)
+    return json.loads(_fast_json_body(plain)), json.loads(upstream)
+
+
 def apply() -> bool:
     """Apply the patches once (idempotent). Returns False, patching nothing, on an unpinned moto."""
     global _applied
@@ -212,6 +356,15 @@ def apply() -> bool:
 
         Queue.attributes = property(_queue_attributes)  # type: ignore[assignment,method-assign]
         Queue.delete_message = _delete_message_locked  # type: ignore[method-assign]
+        Queue.messages = property(_visible_messages)  # type: ignore[assignment,method-assign]
+        SQSBackend.delete_message_batch = _delete_message_batch_one_pass  # type: ignore[method-assign]
+        from moto.dynamodb.responses import DynamoResult
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+        DomainDispatcherApplication.get_backend_for_host = _memoised_backend_lookup(  # type: ignore[method-assign]
+            DomainDispatcherApplication.get_backend_for_host
+        )
+        DynamoResult.execute_result = _fast_json_result(DynamoResult.execute_result)  # type: ignore[method-assign]
         SQSBackend.send_message = _light_mode(SQSBackend.send_message)  # type: ignore[method-assign]
         SQSBackend.receive_message = _light_mode(SQSBackend.receive_message)  # type: ignore[method-assign]
         DynamoHandler.call_action = _serialised(DynamoHandler.call_action)  # type: ignore[method-assign]

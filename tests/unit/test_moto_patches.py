@@ -27,9 +27,19 @@ def test_patched_symbols_still_exist() -> None:
 
     for name in ("BASE_ATTRIBUTES", "FIFO_ATTRIBUTES", "KMS_ATTRIBUTES", "attributes"):
         assert hasattr(Queue, name)
-    for name in ("send_message", "receive_message", "is_message_valid_based_on_retention_period"):
+    for name in (
+        "send_message",
+        "receive_message",
+        "is_message_valid_based_on_retention_period",
+        "delete_message_batch",
+    ):
         assert hasattr(SQSBackend, name)
     assert hasattr(DynamoHandler, "call_action")
+    from moto.dynamodb.responses import DynamoResult
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
+    assert hasattr(DomainDispatcherApplication, "get_backend_for_host")
+    assert hasattr(DynamoResult, "execute_result")
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +208,143 @@ def test_a_delete_waits_for_the_lock_sends_append_under(monkeypatch: pytest.Monk
         moto_patches._delete_message_locked(queue, handle)  # again: a no-op, as upstream
         with pytest.raises(ReceiptHandleIsInvalid):
             moto_patches._delete_message_locked(queue, "no-such-handle")
+
+
+def test_batch_delete_in_one_pass_answers_as_upstream(patched_moto: EmbeddedMoto) -> None:
+    """Patch 5: per receipt, as upstream: deleted (also by an older receipt of a re-received message, and
+    again when already deleted) or `ReceiptHandleIsInvalid`; every other message stays."""
+    sqs = _sqs(patched_moto)
+    url = sqs.create_queue(QueueName="batch-delete", Attributes={"VisibilityTimeout": "0"})["QueueUrl"]
+    sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(6)])
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)["Messages"]
+    old_handle = {m["Body"]: m["ReceiptHandle"] for m in first}
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60)["Messages"]
+    new_handle = {m["Body"]: m["ReceiptHandle"] for m in again}
+    assert set(new_handle) == set(old_handle) == {f"m{i}" for i in range(6)}
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=new_handle["m5"])
+    answer = sqs.delete_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "new", "ReceiptHandle": new_handle["m0"]},
+            {"Id": "old", "ReceiptHandle": old_handle["m1"]},  # an older receipt of a re-received message
+            {"Id": "done", "ReceiptHandle": new_handle["m5"]},  # deleted before: a no-op, as upstream
+            {"Id": "bad", "ReceiptHandle": "not-a-receipt"},
+        ],
+    )
+    assert sorted(e["Id"] for e in answer["Successful"]) == ["done", "new", "old"]
+    assert [(e["Id"], e["Code"], e["SenderFault"]) for e in answer["Failed"]] == [
+        ("bad", "ReceiptHandleIsInvalid", True)
+    ]
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    left = int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+    assert left == 3  # m2, m3, m4
+
+
+def test_receive_skips_delayed_and_in_flight_messages(patched_moto: EmbeddedMoto) -> None:
+    """Patch 6: `Queue.messages` reads the clock once, with upstream's tests: visible and not delayed."""
+    sqs = _sqs(patched_moto)
+    url = sqs.create_queue(QueueName="visible-only")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=30)
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
+    assert [m["Body"] for m in got] == ["now"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)  # in flight, delayed
+
+
+def test_memoised_backend_lookup_answers_as_upstream() -> None:
+    """Patch 7: same backend as upstream's lookup for every host, asked twice (the second from the memo)."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+    from moto.server import create_backend_app  # type: ignore[attr-defined]
+
+    moto_patches.apply()
+    app = DomainDispatcherApplication(create_backend_app)
+    upstream = DomainDispatcherApplication.get_backend_for_host.__wrapped__  # type: ignore[attr-defined]
+    hosts = [
+        None,
+        "moto_api",
+        "dynamodb.us-east-1.amazonaws.com",
+        "sqs.us-east-1.amazonaws.com",
+        "s3.amazonaws.com",
+        "states.us-east-1.amazonaws.com",
+        "127.0.0.1:4566",
+        "sqs",
+    ]
+    for host in hosts + hosts:
+        assert app.get_backend_for_host(host) == upstream(app, host), host
+
+
+def _stored_item_shapes() -> list[dict[str, object]]:
+    """Items as the crawler stores them: a host's pacing item (leases map, observation lists, JSON string,
+    NULL), a URL item, a journal with a binary body, a crawl record with a counters map, sets."""
+    import base64
+
+    return [
+        {
+            "host": {"S": "https://example.com"},
+            "kind": {"S": "PACE"},
+            "delay_ms": {"N": "0"},
+            "block_reason": {"NULL": True},
+            "last_window": {"S": '{"n":50,"verdict":"healthy"}'},
+            "leases": {"M": {"f983b0dc": {"N": "1796153136.91"}, "eb4b129b": {"N": "1796153137.2"}}},
+            "obs": {"L": [{"L": [{"N": "8.999521"}, {"N": "0"}]}, {"L": [{"N": "3.39"}, {"N": "1"}]}]},
+        },
+        {
+            "crawl_id": {"S": "c1"},
+            "url_key": {"S": "0075a1b0b34828cf"},
+            "url": {"S": 'https://example.com/p/\u00e9t\u00e9?q="x"'},
+            "sitemap": {"BOOL": True},
+            "depth": {"N": "1"},
+        },
+        {
+            "crawl_id": {"S": "c1"},
+            "url_key": {"S": "J#1796153134990-c54e"},
+            "blob": {"B": base64.b64encode(bytes(range(256))).decode()},
+        },
+        {
+            "crawl_id": {"S": "c1"},
+            "counters": {"M": {"n_fetched": {"N": "20000"}, "q0": {"N": "-1"}}},
+            "hosts": {"SS": ["a", "b"]},
+            "sizes": {"NS": ["1", "2.5"]},
+            "parts": {"BS": [base64.b64encode(b"\x00").decode()]},
+            "empty": {"L": []},
+            "nested": {"M": {}},
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    "operation, shape",
+    [
+        ("GetItem", lambda items: {"Item": items[0]}),
+        (
+            "UpdateItem",
+            lambda items: {
+                "Attributes": items[0],
+                "ConsumedCapacity": {"TableName": "t", "CapacityUnits": 1.0},
+            },
+        ),
+        ("PutItem", lambda items: {}),
+        ("DeleteItem", lambda items: {"Attributes": items[2]}),
+        ("BatchGetItem", lambda items: {"Responses": {"t": items}, "UnprocessedKeys": {}}),
+        (
+            "Query",
+            lambda items: {"Items": items, "Count": 4, "ScannedCount": 4, "LastEvaluatedKey": items[1]},
+        ),
+        ("Scan", lambda items: {"Items": items[:2], "Count": 2, "ScannedCount": 9}),
+    ],
+)
+def test_fast_json_bodies_equal_upstreams_serialiser(operation: str, shape) -> None:  # type: ignore[no-untyped-def]
+    """Patch 8: for every item shape the crawler stores, the fast path writes what upstream's serialiser
+    writes (binary values base64, sets, NULL, empty maps and lists, unicode, numbers as strings)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    items = [{k: DynamoType(v) for k, v in item.items()} for item in _stored_item_shapes()]
+    fast, upstream = moto_patches.fast_json_equivalent(operation, shape(items))
+    assert fast == upstream
+
+
+def test_fast_json_falls_back_on_values_it_does_not_know() -> None:
+    import datetime
+
+    with pytest.raises(moto_patches._UnexpectedValue):
+        moto_patches._fast_json_body({"Table": {"CreationDateTime": datetime.datetime.now()}})
