@@ -8,8 +8,9 @@ Billed-unit rules (AWS pricing pages, us-east-1, Standard queues / on-demand tab
 - SQS: one request per call per started 64 KB of payload (`sqs_chunks_per_call`, default 1: our
   messages are well under 64 KB). A batch of 10 messages is one request.
 - DynamoDB on-demand: one WRU per item write up to 1 KB (conditional writes that fail are billed too),
-  one RRU per strongly consistent read up to 4 KB (half for eventually consistent: we bill the full
-  unit, an upper bound). Batch calls are billed per item, transactions twice per item. An item a batch or
+  one RRU per strongly consistent read up to 4 KB, half for an eventually consistent one (the meter counts
+  BatchGetItem keys so; a single GetItem or Query is billed the full unit, an upper bound). Batch calls
+  are billed per item, transactions twice per item. An item a batch or
   transaction puts is counted per started KB (the meter sizes it from the request: batch journals are tens
   of KB); an update or delete counts one unit, though AWS bills the stored item's size (the PACE item of a
   busy host is 1-3 KB, a journal's delete as many KB as its put): for those the figure is a lower bound.

@@ -213,7 +213,7 @@ def run_crawl(
     run.worker_invocations = host.invocations.get(WORKER, 0)
     run.cost = crawl_cost(
         calls=_diff(GLOBAL_METER.snapshot(), calls_before),
-        items=_diff(GLOBAL_METER.items(), items_before),
+        items=_diff_f(GLOBAL_METER.items(), items_before),
         host=host,
         billed_ms=_diff_f(host.billed_ms, billed_before),
         invocations=_diff(host.invocations, invocations_before),
@@ -241,7 +241,7 @@ def _diff_f(after: dict[str, float], before: dict[str, float]) -> dict[str, floa
 def crawl_cost(
     *,
     calls: dict[str, int],
-    items: dict[str, int] | None = None,
+    items: dict[str, float] | None = None,
     host: LambdaHost,
     billed_ms: dict[str, float],
     invocations: dict[str, int],

@@ -8,10 +8,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def batch_size(operation: str, params: Any) -> int | None:
-    """Items a DynamoDB batch or transaction call carries (billing is per item), None for other calls.
+def batch_size(operation: str, params: Any) -> float | None:
+    """Billed items a DynamoDB batch or transaction call carries (billing is per item), None for other calls.
     An item a write call puts counts once per started KB (a write unit covers 1 KB): a batch journal of
-    30 KB is 30 units. Updates and deletes count 1: the stored item's size is not in the request."""
+    30 KB is 30 units. Updates and deletes count 1: the stored item's size is not in the request. A key
+    read without `ConsistentRead` counts half (an eventually consistent read is half a read unit)."""
     if not isinstance(params, dict):
         return None
     if operation == "BatchWriteItem":
@@ -21,7 +22,10 @@ def batch_size(operation: str, params: Any) -> int | None:
             for r in requests
         )
     if operation == "BatchGetItem":
-        return sum(len(v.get("Keys", ())) for v in params.get("RequestItems", {}).values())
+        return sum(
+            len(v.get("Keys", ())) * (1.0 if v.get("ConsistentRead") else 0.5)
+            for v in params.get("RequestItems", {}).values()
+        )
     if operation == "TransactWriteItems":
         return sum(
             write_units(t["Put"].get("Item", {})) if "Put" in t else 1
@@ -66,7 +70,7 @@ class CallMeter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: Counter[str] = Counter()
-        self._items: Counter[str] = Counter()
+        self._items: dict[str, float] = {}  # half units: eventually consistent reads
         self._listeners: list[Callable[[str, str, Mapping[str, Any]], None]] = []
 
     def attach(self, client: Any) -> Any:
@@ -87,7 +91,8 @@ class CallMeter:
             items = batch_size(model.name, params)  # the API parameters, before serialisation
             if items is not None:
                 with self._lock:
-                    self._items[f"{service}.{model.name}"] += items
+                    key = f"{service}.{model.name}"
+                    self._items[key] = self._items.get(key, 0.0) + items
             for listener in list(self._listeners):
                 listener(service, model.name, params if isinstance(params, dict) else {})
 
@@ -104,7 +109,7 @@ class CallMeter:
     def remove_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None:
         self._listeners.remove(listener)
 
-    def items(self) -> dict[str, int]:
+    def items(self) -> dict[str, float]:
         """Items carried by batch calls so far, per "service.Operation" (an item put counted per started KB,
         see `batch_size`)."""
         with self._lock:

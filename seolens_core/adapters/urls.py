@@ -139,9 +139,22 @@ class UrlStore:
             item["outcome"] = {"S": done_outcome}
         return item
 
-    async def claim(self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float) -> Claimed:
+    async def claim(
+        self,
+        messages: Sequence[FrontierMessage],
+        hosts: Sequence[str],
+        now: float,
+        *,
+        consistent: bool = False,
+    ) -> Claimed:
         """The messages this writer must enqueue: newly created items, plus items this same parent claimed
-        earlier but may not have sent (a retried parent re-sends them; the fetch side dedups)."""
+        earlier but may not have sent (a retried parent re-sends them; the fetch side dedups).
+
+        The existence check reads eventually consistent unless `consistent`: a URL a stale read misses meets
+        its item in the conditional put (which answers with it), and a stale "queued, claimed by this parent"
+        only re-sends a message the fetch side drops. Links are most of the reads: half the read units. A
+        caller that counts `new` asks for consistent reads: a stale miss of its own earlier claim would come
+        back as new."""
         todo = [
             (m, h)
             for m, h in zip(messages, hosts, strict=True)
@@ -152,7 +165,7 @@ class UrlStore:
         unique: dict[tuple[str, str], tuple[FrontierMessage, str]] = {}
         for m, h in todo:
             unique.setdefault((m.crawl_id, m.key), (m, h))
-        existing = await self._get_many([k for k in unique])
+        existing = await self._get_many([k for k in unique], consistent=consistent)
         winners: list[FrontierMessage] = []
         to_put: list[tuple[FrontierMessage, str]] = []
         for ident, (msg, host) in unique.items():
@@ -314,11 +327,14 @@ class UrlStore:
         self,
         idents: list[tuple[str, str]],
         projection: str | None = "crawl_id, url_key, url_state, claimed_by, outcome, jr",
+        *,
+        consistent: bool = True,
     ) -> dict[tuple[str, str], dict[str, Any]]:
+        """Items by (crawl_id, key); an eventually consistent read costs half the read units."""
         found: dict[tuple[str, str], dict[str, Any]] = {}
         for start in range(0, len(idents), 100):
             keys = [{"crawl_id": {"S": c}, "url_key": {"S": k}} for c, k in idents[start : start + 100]]
-            spec: dict[str, Any] = {"Keys": keys, "ConsistentRead": True}
+            spec: dict[str, Any] = {"Keys": keys, "ConsistentRead": consistent}
             if projection:
                 spec["ProjectionExpression"] = projection
             request: dict[str, Any] = {self._table: spec}

@@ -110,7 +110,7 @@ class Seeder:
         return {"crawl_id": crawl_id, "cursor": None if done else cursor, "seed_done": done}
 
     async def _enqueue(self, messages: list[FrontierMessage], hosts: list[str]) -> int:
-        claimed = await self.s.urls.claim(messages, hosts, self.s.clock())
+        claimed = await self.s.urls.claim(messages, hosts, self.s.clock(), consistent=True)
         await self.s.queue.send([Outgoing(m) for m in claimed.send])
         if claimed.new:
             deltas = {"n_discovered": len(claimed.new)}

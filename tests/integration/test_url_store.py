@@ -283,6 +283,48 @@ def test_a_claim_whose_answer_was_lost_is_still_sent(moto_server: EmbeddedMoto) 
     _run_on_table(moto_server, scenario)
 
 
+class _StaleReads(_RivalBeforeTransaction):
+    """Eventually consistent reads that have not seen any write yet (every item missing), unless the
+    request asks for a consistent read; records the consistency each read asked for."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        super().__init__(client, table, [])
+        self.consistent: list[bool] = []
+
+    async def batch_get_item(self, **kwargs: Any) -> Any:
+        (spec,) = kwargs["RequestItems"].values()
+        self.consistent.append(bool(spec.get("ConsistentRead")))
+        if spec.get("ConsistentRead"):
+            return await self._client.batch_get_item(**kwargs)
+        return {"Responses": {}, "UnprocessedKeys": {}}
+
+
+def test_link_checks_read_eventually_consistent_and_a_stale_miss_loses_nothing(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """Link existence checks (most of the reads) ask for half-price reads: an item a stale read misses
+    meets the conditional put, which answers for it (another parent's URL stays unsent, this parent's own
+    earlier claim is sent again). The seeder's claims (it counts `new`) and the duplicate checks before a
+    fetch stay consistent."""
+
+    async def scenario(raw: Any, table: str) -> None:
+        mine, theirs = _msg("/stale-mine", parent="p1"), _msg("/stale-theirs", parent="p2")
+        assert len((await UrlStore(raw, table).claim([mine, theirs], ["h", "h"], 0.0)).new) == 2
+        stale = _StaleReads(raw, table)
+        store = UrlStore(stale, table)
+        again = await store.claim([mine, _msg("/stale-theirs", parent="p1")], ["h", "h"], 0.0)
+        assert [m.key for m in again.send] == [mine.key]
+        assert stale.consistent == [False]
+        counted = await store.claim([mine], ["h"], 0.0, consistent=True)  # the seeder counts `new`
+        assert counted.send == [mine] and counted.new == []
+        assert stale.consistent == [False, True]
+        states = await store.states([mine, theirs])
+        assert states == {(CRAWL, mine.key): QUEUED, (CRAWL, theirs.key): QUEUED}
+        assert stale.consistent == [False, True, True]
+
+    _run_on_table(moto_server, scenario)
+
+
 class _Counting(_RivalBeforeTransaction):
     async def update_item(self, **kwargs: Any) -> Any:
         self.calls.append(("UpdateItem", 1))

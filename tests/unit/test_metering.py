@@ -11,7 +11,12 @@ from seolens_core.adapters._metering import CallMeter, batch_size, item_size, wr
 def test_batch_sizes_per_operation() -> None:
     delete = {"DeleteRequest": {"Key": {"k": {"S": "a"}}}}
     assert batch_size("BatchWriteItem", {"RequestItems": {"a": [delete, delete], "b": [delete]}}) == 3
-    assert batch_size("BatchGetItem", {"RequestItems": {"a": {"Keys": [1, 2, 3, 4]}}}) == 4
+    assert (
+        batch_size("BatchGetItem", {"RequestItems": {"a": {"Keys": [1, 2, 3, 4], "ConsistentRead": True}}})
+        == 4
+    )
+    # eventually consistent: half a read unit per item
+    assert batch_size("BatchGetItem", {"RequestItems": {"a": {"Keys": [1, 2, 3]}, "b": {"Keys": [4]}}}) == 2.0
     assert batch_size("TransactWriteItems", {"TransactItems": [{"Update": {}}, {"Delete": {}}]}) == 2
     assert batch_size("UpdateItem", {"Key": {}}) is None
     assert batch_size("BatchWriteItem", None) is None

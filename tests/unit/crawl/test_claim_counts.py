@@ -23,7 +23,14 @@ class _Urls:
         self.created = {"/new"}
         self.claimed_before = {"/old"}
 
-    async def claim(self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float) -> Claimed:
+    async def claim(
+        self,
+        messages: Sequence[FrontierMessage],
+        hosts: Sequence[str],
+        now: float,
+        *,
+        consistent: bool = False,
+    ) -> Claimed:
         new = [m for m in messages if _path(m) in self.created]
         return Claimed(new + [m for m in messages if _path(m) in self.claimed_before], new)
 

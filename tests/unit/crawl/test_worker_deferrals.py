@@ -57,7 +57,14 @@ class _Urls:
     async def release_fetch(self, msg: FrontierMessage) -> None:
         self.log.add("release", [msg.url])
 
-    async def claim(self, messages: Sequence[FrontierMessage], hosts: Sequence[str], now: float) -> Claimed:
+    async def claim(
+        self,
+        messages: Sequence[FrontierMessage],
+        hosts: Sequence[str],
+        now: float,
+        *,
+        consistent: bool = False,
+    ) -> Claimed:
         return Claimed([], [])
 
     async def finish(self, done: Sequence[Any], now: float, journals: Sequence[Journal] = ()) -> set[str]:
