@@ -50,7 +50,7 @@ class SiteSpec:
             raise ValueError("pages must be at least 2")
         self.pages = pages
         self.links_per_page = links_per_page
-        self.branching = max(2, math.ceil(float(pages) ** (1 / DEPTH)))
+        self.branching: int = max(2, math.ceil(float(pages) ** (1 / DEPTH)))
         while self.branching**DEPTH < pages:
             self.branching += 1
 
