@@ -770,3 +770,39 @@ def test_records_meeting_a_host_together_write_its_crawl_delay_floor_once(moto_s
             return floor_writes
 
     assert asyncio.run(main()) == 1
+
+
+def test_observations_are_stored_as_short_strings_and_older_entries_still_count(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """An observation is one string in the host's item ("12.3", "503!" errors, "-" without a time), and an
+    item written before that ([ttfb, error] lists) still parses, mixed with the new entries, into one window."""
+
+    async def main() -> None:
+        settings = AimdSettings(window=50, initial_delay_ms=0, initial_concurrency=4, max_concurrency=4)
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            store = HostPacingStore(
+                client, table, settings=settings, grant_lead_s=0.0, lead_per_rtt=0.0, start_guard_s=0.0
+            )
+            assert isinstance(await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5), Granted)
+            key = {"host": {"S": HOST}, "kind": {"S": "PACE"}}
+            old = [
+                {"L": [{"N": "20.25"}, {"N": "0"}]},
+                {"L": [{"NULL": True}, {"N": "1"}]},
+            ]
+            await client.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET obs = :old",
+                ExpressionAttributeValues={":old": {"L": old}},
+            )
+            await store.release(HOST, "a", Observation(status=200, ttfb_ms=12.34))
+            assert isinstance(await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=5), Granted)
+            state = await store.release(HOST, "b", Observation(status=503, ttfb_ms=7.0))
+            item = (await client.get_item(TableName=table, Key=key, ConsistentRead=True))["Item"]
+            assert item["obs"]["L"][2:] == [{"S": "12.3"}, {"S": "7!"}]
+            assert state.window.n == 4 and state.window.errors == 2
+            assert sorted(state.window.ttfb_ms) == [7.0, 12.3, 20.25]
+
+    asyncio.run(main())
