@@ -10,10 +10,11 @@ Billed-unit rules (AWS pricing pages, us-east-1, Standard queues / on-demand tab
 - DynamoDB on-demand: one WRU per item write up to 1 KB (conditional writes that fail are billed too),
   one RRU per strongly consistent read up to 4 KB, half for an eventually consistent one (the meter counts
   BatchGetItem keys so; a single GetItem or Query is billed the full unit, an upper bound). Batch calls
-  are billed per item, transactions twice per item. An item a batch or
+  are billed per item, transactions twice per item. An item a PutItem, batch or
   transaction puts is counted per started KB (the meter sizes it from the request: batch journals are tens
-  of KB); an update or delete counts one unit, though AWS bills the stored item's size (the PACE item of a
-  busy host is 1-3 KB, a journal's delete as many KB as its put): for those the figure is a lower bound.
+  of KB); an update or delete per started KB of the item its answer returns (a busy host's pacing item),
+  one unit when it returns none (a lower bound: AWS bills the stored item's size). `batch_items` carries
+  these mean units per call for single-item writes too.
 - S3: PUT/COPY/POST/LIST at the PUT price, GET/HEAD/other reads at the GET price.
 - Lambda: requests plus GB-seconds; Step Functions Standard: state transitions.
 """
@@ -150,7 +151,7 @@ def billed_units(usage: Usage) -> BilledUnits:
                 unpriced.append(key)
         elif service == "dynamodb":
             if op in _DDB_WRITES:
-                wru += count
+                wru += count * usage.batch_items.get(op, 1.0)
             elif op in _DDB_READS:
                 rru += count
             elif op == "BatchWriteItem":

@@ -9,7 +9,7 @@ from typing import Any
 
 
 def batch_size(operation: str, params: Any) -> float | None:
-    """Billed items a DynamoDB batch or transaction call carries (billing is per item), None for other calls.
+    """Billed items a DynamoDB batch or transaction call (or a PutItem) carries, None for other calls.
     An item a write call puts counts once per started KB (a write unit covers 1 KB): a batch journal of
     30 KB is 30 units. Updates and deletes count 1: the stored item's size is not in the request. A key
     read without `ConsistentRead` counts half (an eventually consistent read is half a read unit)."""
@@ -33,7 +33,19 @@ def batch_size(operation: str, params: Any) -> float | None:
         )
     if operation == "TransactGetItems":
         return len(params.get("TransactItems", ()))
+    if operation == "PutItem":
+        return write_units(params.get("Item", {}))
     return None
+
+
+def answered_write_units(operation: str, parsed: Any) -> int | None:
+    """Write units of an UpdateItem or DeleteItem, sized from the item its answer carries (ALL_NEW / ALL_OLD,
+    or the item a failed condition returns): AWS bills the larger of the item before and after, so this is
+    exact for deletes and close for updates. Without an item in the answer: 1 (a lower bound)."""
+    if operation not in ("UpdateItem", "DeleteItem"):
+        return None
+    item = parsed.get("Attributes") or parsed.get("Item") if isinstance(parsed, dict) else None
+    return write_units(item) if isinstance(item, dict) and item else 1
 
 
 def write_units(item: Mapping[str, Any]) -> int:
@@ -77,12 +89,23 @@ class CallMeter:
         service = client.meta.service_model.service_name
         client.meta.events.register("before-call.*.*", self._make_hook(service))
         client.meta.events.register("before-parameter-build.*.*", self._make_items_hook(service))
+        client.meta.events.register("after-call.*.*", self._make_answer_hook(service))
         return client
 
     def _make_hook(self, service: str) -> Any:
         def hook(model: Any, **_: Any) -> None:
             with self._lock:
                 self._calls[f"{service}.{model.name}"] += 1
+
+        return hook
+
+    def _make_answer_hook(self, service: str) -> Any:
+        def hook(model: Any, parsed: Any = None, **_: Any) -> None:
+            units = answered_write_units(model.name, parsed) if service == "dynamodb" else None
+            if units is not None:
+                with self._lock:
+                    key = f"{service}.{model.name}"
+                    self._items[key] = self._items.get(key, 0.0) + units
 
         return hook
 

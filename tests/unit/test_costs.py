@@ -40,3 +40,11 @@ def test_units_and_dollars_by_hand() -> None:
     assert cost.as_dict()["total"] == pytest.approx(
         cost.sqs + cost.dynamodb + cost.lambda_ + cost.step_functions + cost.s3
     )
+
+
+def test_single_item_writes_bill_their_metered_units() -> None:
+    """A pacing item of 2.5 KB returned by its update bills 3 units, as AWS bills the item's size."""
+    units = billed_units(
+        Usage(calls={"dynamodb.UpdateItem": 10, "dynamodb.PutItem": 2}, batch_items={"UpdateItem": 2.5})
+    )
+    assert units.dynamodb_wru == 10 * 2.5 + 2

@@ -55,3 +55,33 @@ def test_an_item_put_counts_one_unit_per_started_kilobyte() -> None:
     assert batch_size("BatchWriteItem", {"RequestItems": {"t": [put, {"DeleteRequest": {}}]}}) == 4
     transact = {"TransactItems": [{"Put": {"Item": journal}}, {"Update": {}}, {"ConditionCheck": {}}]}
     assert batch_size("TransactWriteItems", transact) == 5
+
+
+def test_single_item_writes_are_sized_from_the_item_put_or_answered() -> None:
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    meter = CallMeter()
+    meter.attach(client)
+    big = {"host": {"S": "h"}, "leases": {"S": "x" * 2500}}  # 2.5 KB: 3 units
+    key = {"host": {"S": "h"}}
+    with Stubber(client) as stub:
+        stub.add_response("update_item", {"Attributes": big})
+        stub.add_response("update_item", {})  # no item in the answer: one unit (a lower bound)
+        stub.add_client_error(
+            "update_item",
+            "ConditionalCheckFailedException",
+            http_status_code=400,
+            response_meta={},
+            modeled_fields={"Item": big},
+        )
+        stub.add_response("put_item", {})
+        client.update_item(TableName="t", Key=key, UpdateExpression="SET a = :a", ReturnValues="ALL_NEW")
+        client.update_item(TableName="t", Key=key, UpdateExpression="SET a = :a")
+        try:
+            client.update_item(TableName="t", Key=key, UpdateExpression="SET a = :a")
+        except client.exceptions.ConditionalCheckFailedException:
+            pass
+        client.put_item(TableName="t", Item=big)
+    assert meter.snapshot() == {"dynamodb.PutItem": 1, "dynamodb.UpdateItem": 3}
+    assert meter.items() == {"dynamodb.PutItem": 3, "dynamodb.UpdateItem": 3 + 1 + 3}
