@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from seolens_core.adapters._metering import CallMeter, batch_size, item_size, write_units
@@ -78,10 +79,8 @@ def test_single_item_writes_are_sized_from_the_item_put_or_answered() -> None:
         stub.add_response("put_item", {})
         client.update_item(TableName="t", Key=key, UpdateExpression="SET a = :a", ReturnValues="ALL_NEW")
         client.update_item(TableName="t", Key=key, UpdateExpression="SET a = :a")
-        try:
+        with pytest.raises(client.exceptions.ConditionalCheckFailedException):
             client.update_item(TableName="t", Key=key, UpdateExpression="SET a = :a")
-        except client.exceptions.ConditionalCheckFailedException:
-            pass
         client.put_item(TableName="t", Item=big)
     assert meter.snapshot() == {"dynamodb.PutItem": 1, "dynamodb.UpdateItem": 3}
     assert meter.items() == {"dynamodb.PutItem": 3, "dynamodb.UpdateItem": 3 + 1 + 3}
