@@ -270,6 +270,8 @@ def crawl_cost(
         "aws_calls_per_page": round(total_calls / pages, 2) if pages else None,
         "lambda_gb_seconds": round(gb_seconds, 3),
         "state_transitions": transitions,
+        "billed_units": {k: round(v, 1) for k, v in asdict(units).items() if k != "unpriced"},
+        "units_per_call": {k: round(v, 2) for k, v in sorted(per_call.items())},
         "cost_usd": {k: round(v, 6) for k, v in cost.as_dict().items()},
         "cost_per_100k_pages_usd": round(per_page * 100_000, 4) if per_page is not None else None,
         "prices": asdict(LIST_PRICES),
