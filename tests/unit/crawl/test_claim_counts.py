@@ -23,14 +23,7 @@ class _Urls:
         self.created = {"/new"}
         self.claimed_before = {"/old"}
 
-    async def claim(
-        self,
-        messages: Sequence[FrontierMessage],
-        hosts: Sequence[str],
-        now: float,
-        *,
-        consistent: bool = False,
-    ) -> Claimed:
+    async def claim(self, messages: Sequence[FrontierMessage], *_: Any, **__: Any) -> Claimed:
         new = [m for m in messages if _path(m) in self.created]
         return Claimed(new + [m for m in messages if _path(m) in self.claimed_before], new)
 

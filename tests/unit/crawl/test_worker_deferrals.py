@@ -57,14 +57,7 @@ class _Urls:
     async def release_fetch(self, msg: FrontierMessage) -> None:
         self.log.add("release", [msg.url])
 
-    async def claim(
-        self,
-        messages: Sequence[FrontierMessage],
-        hosts: Sequence[str],
-        now: float,
-        *,
-        consistent: bool = False,
-    ) -> Claimed:
+    async def claim(self, messages: Sequence[FrontierMessage], *_: Any, **__: Any) -> Claimed:
         return Claimed([], [])
 
     async def finish(self, done: Sequence[Any], now: float, journals: Sequence[Journal] = ()) -> set[str]:
