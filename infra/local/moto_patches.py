@@ -36,12 +36,18 @@ fails until someone re-reads the upstream code and re-pins.
    returned on each of its updates). The result is already plain DynamoDB JSON (`dynamo_to_dict`), with
    bytes for binary values and no timestamps; `fast_json_equivalent` checks a result against upstream's
    serialiser, which the tests run on every item shape the crawler stores.
+9. A Query reads only the items of its partition. Upstream sorts every item of the table (`Table.all_items`,
+   slow DynamoType comparisons) and then tests each against the key condition: ~0.6 s per query of a
+   20,000-URL table's sparse `pending` index, which the crawl's progress check and report ask. The patch hands
+   upstream's query the items whose hash key attributes equal the condition's string values (a plain string
+   comparison, no sort: upstream sorts its candidates itself); other key types go through unchanged.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import inspect
 import json
 import logging
 import threading
@@ -338,6 +344,44 @@ def fast_json_equivalent(operation: str, result: dict[str, Any]) -> tuple[Any, A
     return json.loads(_fast_json_body(plain)), json.loads(upstream)
 
 
+def _partition_query(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`moto.dynamodb.models.table.Table.query` (5.2.5) over the partition's items only (patch 9)."""
+
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        given = signature.bind(self, *args, **kwargs).arguments
+        if given.get("index_name"):
+            conditions = list(given.get("hash_key_conditions") or ())
+        else:
+            hash_key = given.get("hash_key")
+            conditions = [(self.hash_key_attr, hash_key)] if hash_key is not None else []
+        wanted = [(name, value.value) for name, value in conditions if getattr(value, "type", None) == "S"]
+        if not conditions or len(wanted) != len(conditions):
+            return method(self, *args, **kwargs)
+        rows = (
+            (item for partition in self.items.values() for item in partition.values())
+            if self.range_key_attr
+            else iter(self.items.values())
+        )
+        candidates = []
+        for item in rows:
+            for name, value in wanted:
+                attr = item.attrs.get(name)
+                if attr is None or attr.type != "S" or attr.value != value:
+                    break
+            else:
+                candidates.append(item)
+        self.all_items = lambda: candidates  # upstream's only source of candidates in `query`
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    return wrapper
+
+
 def apply() -> bool:
     """Apply the patches once (idempotent). Returns False, patching nothing, on an unpinned moto."""
     global _applied
@@ -365,6 +409,9 @@ def apply() -> bool:
             DomainDispatcherApplication.get_backend_for_host
         )
         DynamoResult.execute_result = _fast_json_result(DynamoResult.execute_result)  # type: ignore[method-assign]
+        from moto.dynamodb.models.table import Table
+
+        Table.query = _partition_query(Table.query)  # type: ignore[method-assign]
         SQSBackend.send_message = _light_mode(SQSBackend.send_message)  # type: ignore[method-assign]
         SQSBackend.receive_message = _light_mode(SQSBackend.receive_message)  # type: ignore[method-assign]
         DynamoHandler.call_action = _serialised(DynamoHandler.call_action)  # type: ignore[method-assign]

@@ -348,3 +348,71 @@ def test_fast_json_falls_back_on_values_it_does_not_know() -> None:
 
     with pytest.raises(moto_patches._UnexpectedValue):
         moto_patches._fast_json_body({"Table": {"CreationDateTime": datetime.datetime.now()}})
+
+
+def test_queries_read_their_partition_and_answer_as_the_key_condition_says(
+    patched_moto: EmbeddedMoto,
+) -> None:
+    """Patch 9: a Query gets its partition's items only; results, order, pages (Limit + ExclusiveStartKey),
+    range conditions, filters and the sparse index are what the conditions define."""
+    ddb = boto3.client("dynamodb", endpoint_url=patched_moto.endpoint_url, region_name="us-east-1")
+    ddb.create_table(
+        TableName="partitioned",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "c", "AttributeType": "S"},
+            {"AttributeName": "k", "AttributeType": "S"},
+            {"AttributeName": "p", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "c", "KeyType": "HASH"}, {"AttributeName": "k", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "pending",
+                "KeySchema": [
+                    {"AttributeName": "p", "KeyType": "HASH"},
+                    {"AttributeName": "k", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    for c in ("c1", "c2", "c10"):
+        for i in range(30):
+            item = {"c": {"S": c}, "k": {"S": f"{i:03d}"}, "n": {"N": str(i)}}
+            if i % 3 == 0:
+                item["p"] = {"S": c}  # sparse: a third of the URLs are pending
+            ddb.put_item(TableName="partitioned", Item=item)
+
+    def pages(**query: object) -> list[list[str]]:
+        out, start = [], None
+        while True:
+            extra = {"ExclusiveStartKey": start} if start else {}
+            resp = ddb.query(TableName="partitioned", Limit=4, **query, **extra)  # type: ignore[arg-type]
+            out.append([i["k"]["S"] + "/" + i["c"]["S"] for i in resp["Items"]])
+            start = resp.get("LastEvaluatedKey")
+            if not start:
+                return out
+
+    main = pages(KeyConditionExpression="c = :c", ExpressionAttributeValues={":c": {"S": "c1"}})
+    assert _flat(main) == [f"{i:03d}/c1" for i in range(30)]
+    assert all(len(page) <= 4 for page in main)
+    ranged = pages(
+        KeyConditionExpression="c = :c AND begins_with(k, :p)",
+        ExpressionAttributeValues={":c": {"S": "c10"}, ":p": {"S": "01"}},
+        ScanIndexForward=False,
+    )
+    assert _flat(ranged) == [f"{i:03d}/c10" for i in range(19, 9, -1)]
+    pending = pages(
+        IndexName="pending",
+        KeyConditionExpression="p = :c",
+        FilterExpression="n > :n",
+        ExpressionAttributeValues={":c": {"S": "c2"}, ":n": {"N": "10"}},
+    )
+    assert _flat(pending) == [f"{i:03d}/c2" for i in range(12, 30, 3)]
+    assert (
+        _flat(pages(KeyConditionExpression="c = :c", ExpressionAttributeValues={":c": {"S": "none"}})) == []
+    )
+
+
+def _flat(pages: list[list[str]]) -> list[str]:
+    return [key for page in pages for key in page]
