@@ -360,24 +360,27 @@ def _partition_query(method: Callable[..., Any]) -> Callable[..., Any]:
         wanted = [(name, value.value) for name, value in conditions if getattr(value, "type", None) == "S"]
         if not conditions or len(wanted) != len(conditions):
             return method(self, *args, **kwargs)
-        rows = (
-            (item for partition in self.items.values() for item in partition.values())
-            if self.range_key_attr
-            else iter(self.items.values())
-        )
-        candidates = []
-        for item in rows:
-            for name, value in wanted:
-                attr = item.attrs.get(name)
-                if attr is None or attr.type != "S" or attr.value != value:
-                    break
-            else:
-                candidates.append(item)
-        self.all_items = lambda: candidates  # upstream's only source of candidates in `query`
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            del self.all_items
+        # Under the backend's lock (re-entrant: the server already holds it): the items are read, and upstream's
+        # only source of candidates in `query` is replaced, without another thread in this table.
+        with DYNAMODB_LOCK:
+            rows = (
+                (item for partition in self.items.values() for item in partition.values())
+                if self.range_key_attr
+                else iter(self.items.values())
+            )
+            candidates = []
+            for item in rows:
+                for name, value in wanted:
+                    attr = item.attrs.get(name)
+                    if attr is None or attr.type != "S" or attr.value != value:
+                        break
+                else:
+                    candidates.append(item)
+            self.all_items = lambda: candidates
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self.__dict__.pop("all_items", None)
 
     return wrapper
 
