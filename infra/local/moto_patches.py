@@ -192,35 +192,11 @@ def _transact_item_backups(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _delete_message_locked(self: Any, receipt_handle: str) -> None:
-    """`moto.sqs.models.Queue.delete_message` (5.2.5), under `_messages_lock` (patch 4)."""
-    from moto.sqs.exceptions import ReceiptHandleIsInvalid
-
-    with self._messages_lock:
-        if receipt_handle in self.deleted_messages:
-            return  # already deleted: gracefully handle deleting it again
-        kept = []
-        found = False
-        for message in self._messages:
-            if message.had_receipt_handle(receipt_handle):
-                found = True
-                self.pending_messages.discard(message)
-                self.deleted_messages.update(message.all_receipt_handles)
-                continue
-            kept.append(message)
-        if not found:
-            raise ReceiptHandleIsInvalid()
-        self._messages = kept
-
-
-def _delete_message_batch_one_pass(
-    self: Any, queue_name: str, receipts: list[dict[str, Any]]
-) -> tuple[list[str], list[dict[str, str]]]:
-    """`moto.sqs.models.SQSBackend.delete_message_batch` (5.2.5), one scan of the queue for the batch (patch 5)."""
-    queue = self.get_queue(queue_name)
-    wanted = {r["ReceiptHandle"] for r in receipts}
+def _delete_handles(queue: Any, handles: set[str]) -> set[str]:
+    """Delete every message of `queue` that ever had one of `handles`, in one pass under `_messages_lock`
+    (the lock `add_message` appends under); returns the handles that are deleted now (patches 4 and 5)."""
     with queue._messages_lock:
-        pending = wanted - queue.deleted_messages
+        pending = handles - queue.deleted_messages
         if pending:
             kept = []
             for message in queue._messages:
@@ -230,8 +206,25 @@ def _delete_message_batch_one_pass(
                     continue
                 kept.append(message)
             queue._messages = kept
-        deleted = queue.deleted_messages
-        success = [r["Id"] for r in receipts if r["ReceiptHandle"] in deleted]
+        deleted: set[str] = handles & queue.deleted_messages
+        return deleted
+
+
+def _delete_message_locked(self: Any, receipt_handle: str) -> None:
+    """`moto.sqs.models.Queue.delete_message` (5.2.5), under `_messages_lock` (patch 4); deleting a deleted
+    message again is a no-op, as upstream."""
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
+
+    if receipt_handle not in _delete_handles(self, {receipt_handle}):
+        raise ReceiptHandleIsInvalid()
+
+
+def _delete_message_batch_one_pass(
+    self: Any, queue_name: str, receipts: list[dict[str, Any]]
+) -> tuple[list[str], list[dict[str, str]]]:
+    """`moto.sqs.models.SQSBackend.delete_message_batch` (5.2.5), one scan of the queue for the batch (patch 5)."""
+    deleted = _delete_handles(self.get_queue(queue_name), {r["ReceiptHandle"] for r in receipts})
+    success = [r["Id"] for r in receipts if r["ReceiptHandle"] in deleted]
     errors = [
         {
             "Id": r["Id"],

@@ -11,8 +11,9 @@ from typing import Any
 def batch_size(operation: str, params: Any) -> float | None:
     """Billed items a DynamoDB batch or transaction call (or a PutItem) carries, None for other calls.
     An item a write call puts counts once per started KB (a write unit covers 1 KB): a batch journal of
-    30 KB is 30 units. Updates and deletes count 1: the stored item's size is not in the request. A key
-    read without `ConsistentRead` counts half (an eventually consistent read is half a read unit)."""
+    30 KB is 30 units. An update or delete inside a batch or transaction counts 1 (single ones are sized from
+    their answer, `answered_write_units`). A key read without `ConsistentRead` counts half (an eventually
+    consistent read is half a read unit)."""
     if not isinstance(params, dict):
         return None
     if operation == "BatchWriteItem":
@@ -76,8 +77,8 @@ def _value_size(value: Mapping[str, Any]) -> int:
 
 
 class CallMeter:
-    """Thread-safe tally of AWS API calls, and of the items DynamoDB batch calls carry; attach it to any
-    botocore or aiobotocore client."""
+    """Thread-safe tally of AWS API calls, and of the items (billed units) DynamoDB calls carry; attach it to
+    any botocore or aiobotocore client."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -89,7 +90,8 @@ class CallMeter:
         service = client.meta.service_model.service_name
         client.meta.events.register("before-call.*.*", self._make_hook(service))
         client.meta.events.register("before-parameter-build.*.*", self._make_items_hook(service))
-        client.meta.events.register("after-call.*.*", self._make_answer_hook(service))
+        if service == "dynamodb":
+            client.meta.events.register("after-call.dynamodb.*", self._make_answer_hook(service))
         return client
 
     def _make_hook(self, service: str) -> Any:
@@ -101,21 +103,21 @@ class CallMeter:
 
     def _make_answer_hook(self, service: str) -> Any:
         def hook(model: Any, parsed: Any = None, **_: Any) -> None:
-            units = answered_write_units(model.name, parsed) if service == "dynamodb" else None
+            units = answered_write_units(model.name, parsed)
             if units is not None:
-                with self._lock:
-                    key = f"{service}.{model.name}"
-                    self._items[key] = self._items.get(key, 0.0) + units
+                self._add_items(f"{service}.{model.name}", units)
 
         return hook
+
+    def _add_items(self, key: str, units: float) -> None:
+        with self._lock:
+            self._items[key] = self._items.get(key, 0.0) + units
 
     def _make_items_hook(self, service: str) -> Any:
         def hook(model: Any, params: Any = None, **_: Any) -> None:
             items = batch_size(model.name, params)  # the API parameters, before serialisation
             if items is not None:
-                with self._lock:
-                    key = f"{service}.{model.name}"
-                    self._items[key] = self._items.get(key, 0.0) + items
+                self._add_items(f"{service}.{model.name}", items)
             for listener in list(self._listeners):
                 listener(service, model.name, params if isinstance(params, dict) else {})
 
@@ -133,8 +135,9 @@ class CallMeter:
         self._listeners.remove(listener)
 
     def items(self) -> dict[str, float]:
-        """Items carried by batch calls so far, per "service.Operation" (an item put counted per started KB,
-        see `batch_size`)."""
+        """Billed items so far per "service.Operation": of batch calls and transactions, and of single-item
+        writes (an item written counted per started KB, an eventually consistent key as half; see `batch_size`
+        and `answered_write_units`)."""
         with self._lock:
             return dict(sorted(self._items.items()))
 
