@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from aiobotocore.config import AioConfig
@@ -51,6 +52,17 @@ class Resources:
         return cls(**values, state_machine_arn=source.get("STATE_MACHINE_ARN") or None)
 
 
+def _user_agent() -> str:
+    """The User-Agent of every AWS call (a Lambda package is source, without the distribution's metadata)."""
+    try:
+        ours = version("seolens")
+    except PackageNotFoundError:
+        ours = "source"
+    return f"seolens/{ours}"
+
+
+USER_AGENT = _user_agent()
+
 _MODELS = Loader()
 """Service models, parsed once per process: in the local runtime every emulated Lambda environment is a
 thread of one process, and each cold start parsing its own copy (~0.1 s of CPU per environment, under the
@@ -80,6 +92,9 @@ class AwsClients:
             # Our requests are built by typed code, and the service validates them again: botocore's walk
             # over every parameter was ~2 ms of CPU a crawled page (a sixth of the worker's own).
             parameter_validation=False,
+            # A fixed User-Agent: botocore rebuilds its default one (sanitising every component) twice per
+            # request, ~0.15 ms of CPU a call; ours also names the crawler in CloudTrail.
+            user_agent=USER_AGENT,
         )
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         for name in ("dynamodb", "sqs", "s3", "stepfunctions"):
