@@ -60,6 +60,8 @@ from seolens_core.politeness import (
 )
 
 KIND = "PACE"
+CATCH_UP_WINDOWS = 4
+"""Most extra windows one release closes after the one it filled (a closer died: see `_closes_window`)."""
 FORMAT = 2
 TTL_SECONDS = 30 * 24 * 3600
 
@@ -297,7 +299,8 @@ class HostPacingStore:
         except _ConditionFailed:
             return HostPoliteness.initial(self._settings)  # no such host: nothing was leased
         stored = self._remember(host, _parse(response["Attributes"], self._settings))
-        if any(o.is_distress for o in observations) or len(stored.obs) >= self._settings.window:
+        closer = _closes_window(len(stored.obs) - len(observations), len(stored.obs), self._settings.window)
+        if any(o.is_distress for o in observations) or closer:
 
             def decide(s: _Stored, now: float) -> tuple[HostPoliteness, int] | None:
                 state = s.state
@@ -306,6 +309,10 @@ class HostPacingStore:
                 return self._close(s, state, now)
 
             stored = await self._control(host, stored, decide)
+            for _ in range(CATCH_UP_WINDOWS):
+                if not closer or len(stored.obs) < self._settings.window:
+                    break
+                stored = await self._control(host, stored, lambda s, now: self._close(s, s.state, now))
         return stored.state
 
     async def slide(self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float) -> Granted | None:
@@ -669,6 +676,16 @@ _CONTROLLER_FIELDS = (
     "updated_at",
     "expires_at",
 )
+
+
+def _closes_window(before: int, after: int, window: int) -> bool:
+    """Does the release that took the open window from `before` to `after` entries close it?
+
+    The one whose entries filled it does: every other release that finds it full would only lose the
+    conditional write to that one (each such loss is a wasted UpdateItem). A window still full with two
+    windows' worth of entries lost its closer (it died between its two writes): whoever sees that closes
+    every full window (see `CATCH_UP_WINDOWS`)."""
+    return after >= window and (before < window or after >= 2 * window)
 
 
 def _controller_values(state: HostPoliteness, guard_s: float, now: float) -> dict[str, Any]:

@@ -286,6 +286,70 @@ def test_lost_control_race_is_retried_and_both_writes_kept(moto_server: Embedded
     asyncio.run(main())
 
 
+def test_only_the_release_that_fills_a_window_closes_it(moto_server: EmbeddedMoto) -> None:
+    """A release that finds the window full but did not fill it writes nothing more (the filler closes it:
+    another control write would only lose to it); two windows' worth means the filler died between its
+    writes, and the release that sees it closes every full window."""
+
+    async def main() -> None:
+        settings = AimdSettings(window=4, initial_delay_ms=0, initial_concurrency=8, max_concurrency=8)
+        async with dynamodb(moto_server) as a_client, dynamodb(moto_server) as b_client:
+            table = await create_hosts_table(a_client)
+            a, b = (
+                HostPacingStore(
+                    c, table, settings=settings, grant_lead_s=0.0, lead_per_rtt=0.0, start_guard_s=0.0
+                )
+                for c in (a_client, b_client)
+            )
+
+            async def raw_item() -> dict[str, Any]:
+                key = {"host": {"S": HOST}, "kind": {"S": "PACE"}}
+                item: dict[str, Any] = (
+                    await a_client.get_item(TableName=table, Key=key, ConsistentRead=True)
+                )["Item"]
+                return item
+
+            async def append_unclosed(n: int) -> None:
+                """Entries of releases whose writer never closed the window they filled."""
+                await a_client.update_item(
+                    TableName=table,
+                    Key={"host": {"S": HOST}, "kind": {"S": "PACE"}},
+                    UpdateExpression="SET obs = list_append(obs, :o)",
+                    ExpressionAttributeValues={":o": {"L": [{"S": "10"}] * n}},
+                )
+
+            async def release(store: HostPacingStore, lease: str) -> tuple[int, Any]:
+                """(UpdateItems the release made, the state it returns); none of them may fail."""
+                granted = await store.reserve(HOST, lease, lease_ttl_s=30, max_local_wait_s=5)
+                assert isinstance(granted, Granted)
+                writes, conflicts = store.calls["UpdateItem"], store.conflicts
+                state = await store.release(HOST, lease, Observation(status=200, ttfb_ms=12))
+                assert store.conflicts == conflicts
+                return store.calls["UpdateItem"] - writes, state
+
+            # The normal case: the fourth entry fills the window, its release closes it, alone.
+            for i in range(3):
+                writes, state = await release((a, b)[i % 2], f"n{i}")
+                assert writes == 1 and state.last_window is None
+            writes, state = await release(b, "n3")
+            assert writes == 2 and state.last_window is not None and state.last_window.n == 4
+            assert len((await raw_item())["obs"]["L"]) == 0
+
+            # A window left full (5 entries): a release that did not fill it does not fight over it.
+            await append_unclosed(5)
+            writes, state = await release(a, "a1")
+            item = await raw_item()
+            assert writes == 1 and len(item["obs"]["L"]) == 6 and item["cseq"]["N"] == "1"
+
+            # Two windows' worth: the release that sees it closes both, and nothing is left over.
+            await append_unclosed(1)
+            writes, state = await release(b, "b1")
+            item = await raw_item()
+            assert writes == 3 and len(item["obs"]["L"]) == 0 and item["cseq"]["N"] == "3"
+
+    asyncio.run(main())
+
+
 def test_window_is_closed_once_by_one_worker(moto_server: EmbeddedMoto) -> None:
     """Two stores release into one host; every window of W requests is judged exactly once."""
 
