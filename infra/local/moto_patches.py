@@ -41,6 +41,16 @@ fails until someone re-reads the upstream code and re-pins.
    20,000-URL table's sparse `pending` index, which the crawl's progress check and report ask. The patch hands
    upstream's query the items whose hash key attributes equal the condition's string values (a plain string
    comparison, no sort: upstream sorts its candidates itself); other key types go through unchanged.
+10. Expressions parsed once per text. Upstream lexes every ConditionExpression and parses every
+   UpdateExpression twice per UpdateItem (once to validate the request, once to apply it) and once per item of
+   a transaction: a fifth of the emulator's CPU in a crawl, whose expressions are a few dozen texts with
+   changing values. The lexer's tokens (immutable, values not yet bound) and the update expression's syntax
+   tree (upstream's validator deep-copies it before binding names and values) are kept per text. The method
+   names of a response class, listed with `inspect.getmembers` on every request, are kept per class.
+11. Top-level projections pick attributes. Upstream `Item.project` turns the whole item into Python values
+   and back through boto3's (de)serialisers for every projected item (a tenth of the emulator's CPU: the
+   crawl's batched existence checks project six attributes of up to 100 URLs). When every path is a
+   top-level name, the patch copies those attributes; nested paths and indexes go through upstream.
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ import inspect
 import json
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -378,6 +389,62 @@ def _partition_query(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+EXPRESSION_CACHE_SIZE = 4096
+"""Texts kept per parse cache (patch 10): a crawl uses a few dozen, with a lease count in some of them."""
+
+
+_LEXED: dict[str, tuple[Any, ...]] = {}
+"""ConditionExpression text -> its tokens (patch 10)."""
+
+
+def _memoised_lexer(lex: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`ConditionExpressionParser._lex_condition_expression` (5.2.5) once per text (patch 10). Its tokens are
+    namedtuples of strings (an empty `children` list no later stage mutates: they build new nodes), so one
+    tuple of them serves every parse of the text; each parse gets its own deque (the stages consume it)."""
+
+    @functools.wraps(lex)
+    def wrapper(self: Any) -> Any:
+        text = self.condition_expression
+        tokens = _LEXED.get(text)
+        if tokens is None:
+            tokens = tuple(lex(self))
+            if len(_LEXED) < EXPRESSION_CACHE_SIZE:
+                _LEXED[text] = tokens
+        return deque(tokens)
+
+    return wrapper
+
+
+def _memoised_update_parser(make: Callable[[Any, str], Any]) -> Any:
+    """`UpdateExpressionParser.make` (5.2.5) once per text (patch 10). Upstream's consumers only read the
+    tree (`find_clauses`) or deep-copy it first (`UpdateExpressionValidator`); a text that does not parse
+    raises every time (exceptions are not cached)."""
+
+    @functools.lru_cache(maxsize=EXPRESSION_CACHE_SIZE)
+    def parsed(cls: Any, expression: str) -> Any:
+        return make(cls, expression)
+
+    def once(cls: Any, expression: str) -> Any:
+        return parsed(cls, expression)
+
+    return classmethod(once)
+
+
+def _project_top_level(project: Callable[[Any, list[list[str]]], Any]) -> Callable[..., Any]:
+    """`moto.dynamodb.models.dynamo_type.Item.project` (5.2.5) for top-level names without the round trip
+    through Python values (patch 11). Same attributes and values; a set keeps its stored order (upstream's
+    round trip through a Python set may reorder it; DynamoDB promises no order)."""
+
+    @functools.wraps(project)
+    def wrapper(self: Any, projection_expressions: list[list[str]]) -> Any:
+        if not all(len(path) == 1 and "[" not in path[0] for path in projection_expressions):
+            return project(self, projection_expressions)
+        picked = {path[0]: self.attrs[path[0]] for path in projection_expressions if path[0] in self.attrs}
+        return type(self)(hash_key=self.hash_key, range_key=self.range_key, attrs=picked)
+
+    return wrapper
+
+
 def apply() -> bool:
     """Apply the patches once (idempotent). Returns False, patching nothing, on an unpinned moto."""
     global _applied
@@ -416,5 +483,18 @@ def apply() -> bool:
         DynamoDBBackend.transact_write_items = _transact_item_backups(  # type: ignore[method-assign]
             DynamoDBBackend.transact_write_items
         )
+        import moto.core.responses as core_responses
+        from moto.dynamodb.comparisons import ConditionExpressionParser
+        from moto.dynamodb.models.dynamo_type import Item
+        from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+        ConditionExpressionParser._lex_condition_expression = _memoised_lexer(  # type: ignore[assignment,method-assign]
+            ConditionExpressionParser._lex_condition_expression
+        )
+        UpdateExpressionParser.make = _memoised_update_parser(UpdateExpressionParser.make.__func__)
+        core_responses.method_names_from_class = functools.lru_cache(maxsize=None)(  # type: ignore[attr-defined]
+            core_responses.method_names_from_class  # type: ignore[attr-defined]
+        )
+        Item.project = _project_top_level(Item.project)  # type: ignore[method-assign]
         _applied = True
         return True

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -416,3 +418,131 @@ def test_queries_read_their_partition_and_answer_as_the_key_condition_says(
 
 def _flat(pages: list[list[str]]) -> list[str]:
     return [key for page in pages for key in page]
+
+
+CRAWLER_CONDITIONS = [
+    "attribute_not_exists(url_key)",
+    "attribute_exists(url_key)",
+    "url_state = :q OR (url_state = :f AND lease_until < :now)",
+    "url_state = :f",
+    "attribute_not_exists(url_state) OR url_state <> :done",
+    "attribute_exists(leases.#l) AND last_start_at BETWEEN :lo AND :hi AND blocked_until <= :start",
+    "next_allowed_at <= :start AND step = :step AND concurrency = :c AND size(leases) <= :room",
+    "cseq = :seen",
+    "NOT contains(hosts, :h) AND begins_with(#u, :p)",
+]
+
+
+@pytest.mark.parametrize("expression", CRAWLER_CONDITIONS)
+def test_memoised_lexer_returns_upstreams_tokens_in_a_fresh_deque(expression: str) -> None:
+    """Patch 10: the tokens of a condition are upstream's, and every parse consumes a deque of its own."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    moto_patches.apply()
+    patched = ConditionExpressionParser._lex_condition_expression
+    upstream = patched.__wrapped__  # type: ignore[attr-defined]
+    parser = ConditionExpressionParser(expression, {"#l": "l1", "#u": "url"}, {})
+    first = patched(parser)
+    assert list(first) == list(upstream(parser))
+    first.clear()
+    assert list(patched(parser)) == list(upstream(parser))
+
+
+def test_memoised_expressions_bind_each_calls_names_and_values(patched_moto: EmbeddedMoto) -> None:
+    """Patch 10: the same texts with other names and values act on those (a tree or tokens kept with the
+    first call's values bound would write or compare the wrong ones); a text that does not parse is refused
+    every time."""
+    ddb = boto3.client("dynamodb", endpoint_url=patched_moto.endpoint_url, region_name="us-east-1")
+    ddb.create_table(
+        TableName="memo",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+    )
+    key = {"k": {"S": "x"}}
+    ddb.put_item(TableName="memo", Item={**key, "a": {"N": "0"}, "b": {"N": "0"}, "n": {"N": "0"}})
+    update = {"UpdateExpression": "SET #t = :v, n = n + :one", "ConditionExpression": "#t < :v"}
+    for target, value in (("a", 5), ("b", 7), ("a", 9)):
+        ddb.update_item(
+            TableName="memo",
+            Key=key,
+            **update,
+            ExpressionAttributeNames={"#t": target},
+            ExpressionAttributeValues={":v": {"N": str(value)}, ":one": {"N": "1"}},
+        )
+    refused = ddb.exceptions.ConditionalCheckFailedException
+    with pytest.raises(refused):  # a = 9 now: the condition is evaluated with this call's value
+        ddb.update_item(
+            TableName="memo",
+            Key=key,
+            **update,
+            ExpressionAttributeNames={"#t": "a"},
+            ExpressionAttributeValues={":v": {"N": "6"}, ":one": {"N": "1"}},
+        )
+    item = ddb.get_item(TableName="memo", Key=key, ConsistentRead=True)["Item"]
+    assert (item["a"], item["b"], item["n"]) == ({"N": "9"}, {"N": "7"}, {"N": "3"})
+    for _ in range(2):
+        with pytest.raises(ddb.exceptions.ClientError, match="ValidationException"):
+            ddb.update_item(
+                TableName="memo",
+                Key=key,
+                UpdateExpression="SET = :v",
+                ExpressionAttributeValues={":v": {"N": "1"}},
+            )
+
+
+def test_method_names_memoised_per_class() -> None:
+    import moto.core.responses as core_responses
+    from moto.core.utils import method_names_from_class
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.sqs.responses import SQSResponse
+
+    moto_patches.apply()
+    for cls in (DynamoHandler, SQSResponse):
+        assert core_responses.method_names_from_class(cls) == method_names_from_class(cls)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        [["crawl_id"], ["url_key"], ["url_state"], ["claimed_by"], ["outcome"], ["jr"]],
+        [["leases"], ["obs"], ["last_window"], ["block_reason"], ["missing"]],
+        [["blob"], ["url_key"]],
+        [["counters"], ["hosts"], ["sizes"], ["parts"], ["empty"], ["nested"]],
+        [["counters", "n_fetched"], ["url"]],  # nested: upstream's own path
+    ],
+)
+def test_top_level_projection_equals_upstreams(paths: list[list[str]]) -> None:
+    """Patch 11: the attributes and values upstream's projection returns, for every stored item shape
+    (sets compared as sets: upstream's round trip through a Python set may reorder them)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+    moto_patches.apply()
+    upstream = Item.project.__wrapped__  # type: ignore[attr-defined]
+
+    def canonical(item: Item) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for name, value in item.to_json()["Attributes"].items():
+            kind, inner = next(iter(value.items()))
+            out[name] = (kind, sorted(inner)) if kind in ("SS", "NS", "BS") else value
+        return out
+
+    def stored(shape: dict[str, object]) -> Item:
+        """As the backend holds it: binary values as bytes."""
+        attrs: dict[str, Any] = {}
+        for name, value in shape.items():
+            kind, inner = next(iter(value.items()))  # type: ignore[attr-defined]
+            if kind == "B":
+                inner = base64.b64decode(inner)
+            elif kind == "BS":
+                inner = [base64.b64decode(v) for v in inner]
+            attrs[name] = {kind: inner}
+        return Item(DynamoType({"S": "h"}), None, attrs)
+
+    for shape in _stored_item_shapes():
+        item = stored(shape)
+        fast = item.project(paths)
+        assert canonical(fast) == canonical(upstream(item, paths))
+        assert fast.hash_key == item.hash_key
+        fast.attrs.clear()  # the projection is a copy: the stored item keeps its attributes
+        assert item.attrs and canonical(item) == canonical(stored(shape))
