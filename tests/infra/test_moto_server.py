@@ -1,0 +1,78 @@
+"""The embedded emulator's server: connections kept between calls, long polls never starve other calls."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+
+import boto3
+
+from infra.local.moto_server import EmbeddedMoto
+
+LIST_TABLES = (
+    b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n"
+    b"Content-Type: application/x-amz-json-1.0\r\nAuthorization: AWS4-HMAC-SHA256 "
+    b"Credential=testing/20261201/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0\r\n"
+    b"Content-Length: 2\r\n\r\n{}"
+)
+
+
+def _answer(sock: socket.socket) -> tuple[bytes, bytes]:
+    """One HTTP answer read off `sock`: (head, body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed before an answer"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed inside an answer"
+        body += chunk
+    return head, body
+
+
+def test_one_connection_carries_many_calls(moto_server: EmbeddedMoto) -> None:
+    """werkzeug closed the connection after every answer: each AWS call paid a new connection on both sides."""
+    with socket.create_connection(("127.0.0.1", moto_server.port), timeout=10) as sock:
+        for _ in range(3):
+            sock.sendall(LIST_TABLES)
+            head, body = _answer(sock)
+            assert head.startswith(b"HTTP/1.1 200")
+            assert b"connection: close" not in head.lower()
+            assert b"TableNames" in body
+
+
+def test_long_polls_do_not_hold_up_other_calls(moto_server: EmbeddedMoto) -> None:
+    """Forty ReceiveMessage long polls wait on an empty queue (each holds a server thread); a message sent
+    meanwhile is sent and received at once, not after the polls' 5 s (a server with fewer threads than
+    waiting polls would queue the send behind them)."""
+    sqs = boto3.client("sqs", endpoint_url=moto_server.endpoint_url, region_name="us-east-1")
+    url = sqs.create_queue(QueueName=f"polls-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    got: list[str] = []
+
+    def poll() -> None:
+        client = boto3.client("sqs", endpoint_url=moto_server.endpoint_url, region_name="us-east-1")
+        got.extend(
+            m["Body"] for m in client.receive_message(QueueUrl=url, WaitTimeSeconds=5).get("Messages", [])
+        )
+
+    pollers = [threading.Thread(target=poll) for _ in range(40)]
+    for t in pollers:
+        t.start()
+    time.sleep(1.0)  # the polls are waiting
+    sent = time.monotonic()
+    sqs.send_message(QueueUrl=url, MessageBody="hello")
+    while not got and time.monotonic() - sent < 10:
+        time.sleep(0.05)
+    assert got == ["hello"]
+    assert time.monotonic() - sent < 3.0  # well inside the polls' 5 s wait
+    for t in pollers:
+        t.join(10)
