@@ -5,7 +5,9 @@ thread-safe behind its server (see shared notes on local AWS emulation). By defa
 its own process (`python infra/local/moto_server.py --serve PORT`), so the emulator and the crawler use
 both cores instead of sharing one GIL; `in_process=True` (or `SEOLENS_MOTO_INPROCESS=1`) keeps the old
 thread. Either way `infra.local.moto_patches` is applied first. The child exits when its stdin closes,
-so it never outlives the process that started it.
+so it never outlives the process that started it. The child serves with gunicorn's threaded worker, which
+keeps connections open between calls (`SEOLENS_MOTO_SERVER=werkzeug`: moto's own server, one connection per
+call); the in-process thread is moto's own server.
 """
 
 from __future__ import annotations
