@@ -12,10 +12,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import pytest
+
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.adapters.frontier_queue import Outgoing
 from seolens_core.adapters.urls import Claimed, FetchClaim, Journal
 from seolens_core.crawl import PageWorker, RobotsAnswer, Ticket, Wait, WorkerServices
+from seolens_core.crawl._worker import bfs_hold_s
 from seolens_core.fetch import FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.settings import CrawlSettings
@@ -236,3 +239,61 @@ def test_a_large_batch_fetches_at_most_max_in_flight_records_at_once() -> None:
     assert sorted(u for k, urls in events if k == "fetch" for u in urls) == sorted(paths)
     assert fetchers[0].peak_in_flight == 4
     assert ("finish", sorted(paths)) in events  # one flush for the whole batch
+
+
+def test_bfs_hold_schedule_doubles_to_15_s_and_ends_after_about_a_minute() -> None:
+    schedule = []
+    holds = 0
+    while (hold := bfs_hold_s(holds)) is not None:
+        schedule.append(hold)
+        holds += 1
+    assert schedule == [3.0, 6.0, 12.0, 15.0, 15.0, 15.0]
+    assert sum(schedule) == 66.0  # the order a minute of holds kept (twenty 3 s holds before: 20 re-sends)
+
+
+def test_a_url_ahead_of_the_breadth_first_gate_comes_back_later_each_hold_then_is_fetched() -> None:
+    """Depth 2 while depth 0 still has queued URLs (gate slack 0): held, re-sent with the next hold's delay
+    and its hold count; once its holds are used up it is fetched."""
+    settings = CrawlSettings(start_urls=(f"{SITE}/",), bfs_slack=0)
+    log = _Log()
+    sent: list[Outgoing] = []
+
+    class Crawls(_Crawls):
+        async def get_with_switch(self, crawl_id: str) -> tuple[CrawlRecord, bool]:
+            record = CrawlRecord(
+                crawl_id, CrawlStatus.RUNNING, settings, "shop.test", "", time.time(), counters={"q0": 3}
+            )
+            return record, False
+
+    class Queue(_Queue):
+        async def send(self, outgoing: Sequence[Outgoing]) -> None:
+            sent.extend(outgoing)
+            await super().send(outgoing)
+
+    async def main() -> float:
+        claimed = asyncio.Event()
+        services = WorkerServices(
+            crawls=Crawls(),  # type: ignore[arg-type]
+            urls=_Urls(log),  # type: ignore[arg-type]
+            queue=Queue(log),  # type: ignore[arg-type]
+            results=_Results(),  # type: ignore[arg-type]
+            robots=_Robots(log),
+            pacing=_Pacing(None, grant_all=True),
+            fetcher_factory=lambda settings, policy: _Fetcher(claimed, log),  # type: ignore[arg-type]
+        )
+        bodies = []
+        for i, holds in enumerate((0, 2, 6)):
+            url = f"{SITE}/deep{holds}"
+            bodies.append((f"m{i}", FrontierMessage("c1", url, url_key_hex(url), 2, holds=holds).to_json()))
+        batch = PageWorker(services).batch(bodies, None)
+        now = time.time()
+        await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies))
+        return now
+
+    started = asyncio.run(main())
+    assert [kind for kind, urls in log.events if "/deep6" in urls] == ["claim", "fetch", "finish"]
+    held = {o.message.url.removeprefix(SITE): o for o in sent}
+    assert set(held) == {"/deep0", "/deep2"}
+    assert held["/deep0"].message.holds == 1 and held["/deep2"].message.holds == 3
+    assert held["/deep0"].not_before - started == pytest.approx(3.0, abs=1.0)
+    assert held["/deep2"].not_before - started == pytest.approx(12.0, abs=1.0)
