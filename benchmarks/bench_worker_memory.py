@@ -73,7 +73,9 @@ _WORKER = textwrap.dedent(
     from seolens_core.frontier import FrontierMessage
     from seolens_core.settings import CrawlSettings
     from seolens_core.urls import normalize, url_key_hex
+    from seolens_core.bootstrap import tune_gc
 
+    tune_gc()  # as a container does after its cold start
     base, pages, in_flight = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     baseline = rss_mb()
 

