@@ -170,6 +170,28 @@ class _Fetcher:
         return None
 
 
+def _services(
+    log: _Log,
+    pacing: _Pacing,
+    fetcher_factory: Callable[[CrawlSettings, Any], _Fetcher],
+    *,
+    crawls: _Crawls | None = None,
+    queue: _Queue | None = None,
+    max_in_flight: int = 10,
+) -> WorkerServices:
+    """The worker's services, all fakes: the log records what reaches the URL store and the queue."""
+    return WorkerServices(
+        crawls=crawls or _Crawls(),  # type: ignore[arg-type]
+        urls=_Urls(log),  # type: ignore[arg-type]
+        queue=queue or _Queue(log),  # type: ignore[arg-type]
+        results=_Results(),  # type: ignore[arg-type]
+        robots=_Robots(log),
+        pacing=pacing,
+        fetcher_factory=fetcher_factory,  # type: ignore[arg-type]
+        max_in_flight=max_in_flight,
+    )
+
+
 def _run(
     pacing_kind: str,
     paths: Sequence[str],
@@ -189,16 +211,7 @@ def _run(
             return made[-1]
 
         pacing = _Pacing(claimed if pacing_kind == "split" else None, grant_all=pacing_kind == "grant")
-        services = WorkerServices(
-            crawls=_Crawls(),  # type: ignore[arg-type]
-            urls=_Urls(log),  # type: ignore[arg-type]
-            queue=_Queue(log),  # type: ignore[arg-type]
-            results=_Results(),  # type: ignore[arg-type]
-            robots=_Robots(log),
-            pacing=pacing,
-            fetcher_factory=fetcher,  # type: ignore[arg-type]
-            max_in_flight=max_in_flight,
-        )
+        services = _services(log, pacing, fetcher, max_in_flight=max_in_flight)
         worker = PageWorker(services)
         bodies = []
         for i, path in enumerate(paths):
@@ -272,14 +285,12 @@ def test_a_url_ahead_of_the_breadth_first_gate_comes_back_later_each_hold_then_i
 
     async def main() -> float:
         claimed = asyncio.Event()
-        services = WorkerServices(
-            crawls=Crawls(),  # type: ignore[arg-type]
-            urls=_Urls(log),  # type: ignore[arg-type]
-            queue=Queue(log),  # type: ignore[arg-type]
-            results=_Results(),  # type: ignore[arg-type]
-            robots=_Robots(log),
-            pacing=_Pacing(None, grant_all=True),
-            fetcher_factory=lambda settings, policy: _Fetcher(claimed, log),  # type: ignore[arg-type]
+        services = _services(
+            log,
+            _Pacing(None, grant_all=True),
+            lambda settings, policy: _Fetcher(claimed, log),
+            crawls=Crawls(),
+            queue=Queue(log),
         )
         bodies = []
         for i, holds in enumerate((0, 2, 6)):
