@@ -7,9 +7,10 @@ report step streams the parts back in order; the reports people open are written
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
+
+from seolens_core.adapters._json import dump_lines, load_lines
 
 # S3 multipart parts must be at least 5 MiB except the last one; 8 MiB keeps the part count of a 1M-page
 # pages.jsonl (~2 GB) under the 10,000-part limit.
@@ -94,12 +95,12 @@ class ResultsStore:
     async def put_part(
         self, crawl_id: str, kind: str, part_id: str, rows: Iterable[dict[str, Any]]
     ) -> str | None:
-        body = "".join(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n" for r in rows)
+        body = dump_lines(rows)
         if not body:
             return None
         key = f"{_prefix(crawl_id, kind)}{part_id}.jsonl"
         await self._client.put_object(
-            Bucket=self._bucket, Key=key, Body=body.encode("utf-8"), ContentType="application/x-ndjson"
+            Bucket=self._bucket, Key=key, Body=body, ContentType="application/x-ndjson"
         )
         return key
 
@@ -123,9 +124,8 @@ class ResultsStore:
                 resp = await self._client.get_object(Bucket=self._bucket, Key=key)
                 async with resp["Body"] as stream:
                     data = await stream.read()
-                for line in data.decode("utf-8").split("\n"):  # not splitlines(): U+2028 may be in a row
-                    if line:
-                        yield json.loads(line)
+                for row in load_lines(data):
+                    yield row
             after = keys[-1]
 
     async def put_file(self, crawl_id: str, name: str, body: bytes, content_type: str) -> str:

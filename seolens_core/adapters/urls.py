@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seolens_core.adapters._json import dumps, loads
 from seolens_core.frontier import FrontierMessage
 
 TTL_SECONDS = 30 * 24 * 3600
@@ -45,11 +45,10 @@ class Journal:
 
     @classmethod
     def build(cls, crawl_id: str, part: str, body: dict[str, Any]) -> Journal:
-        raw = json.dumps(body, separators=(",", ":")).encode("utf-8")
-        return cls(crawl_id, part, zlib.compress(raw, 6))
+        return cls(crawl_id, part, zlib.compress(dumps(body), 6))
 
     def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(zlib.decompress(self.blob))
+        out: dict[str, Any] = loads(zlib.decompress(self.blob))
         return out
 
 

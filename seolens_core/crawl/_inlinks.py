@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import json
 import time
 from array import array
 from collections import Counter
@@ -64,6 +63,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from seolens_core.adapters._json import dumps, load_lines, loads
 from seolens_core.urls import url_key
 
 Cursor = dict[str, Any]
@@ -165,10 +165,10 @@ class InlinkCounter:
 
     async def load(self, crawl_id: str) -> Cursor | None:
         raw = await self.store.get_object(_base(crawl_id) + "cursor.json")
-        return None if raw is None else dict(json.loads(raw))
+        return None if raw is None else dict(loads(raw))
 
     async def save(self, crawl_id: str, cursor: Cursor) -> None:
-        await self.store.put_object(_base(crawl_id) + "cursor.json", json.dumps(cursor).encode())
+        await self.store.put_object(_base(crawl_id) + "cursor.json", dumps(cursor))
 
     async def counts(self, crawl_id: str, shards: int, wanted: Collection[str]) -> Counter[str]:
         """Inlink counts of the `wanted` URLs, read one shard at a time (call after the cursor is done)."""
@@ -180,7 +180,7 @@ class InlinkCounter:
             raw = await self.store.get_object(f"{_base(crawl_id)}counts/{shard:04d}.json")
             if raw is None:
                 continue
-            counts: dict[str, int] = json.loads(raw)
+            counts: dict[str, int] = loads(raw)
             for url in urls:
                 if counts.get(url):
                     found[url] = counts[url]
@@ -189,7 +189,7 @@ class InlinkCounter:
     async def shard_counts(self, crawl_id: str, shard: int) -> dict[str, int]:
         """The inlink counts of one shard's targets (URLs with none are absent)."""
         raw = await self.store.get_object(f"{_base(crawl_id)}counts/{shard:04d}.json")
-        return {} if raw is None else dict(json.loads(raw))
+        return {} if raw is None else dict(loads(raw))
 
     async def _map(self, crawl_id: str, cursor: Cursor) -> Cursor:
         shards: int = cursor["shards"]
@@ -204,7 +204,7 @@ class InlinkCounter:
             for key in keys:
                 after = key
                 raw = await self.store.get_object(key)
-                rows = [json.loads(line) for line in (raw or b"").decode("utf-8").splitlines() if line]
+                rows = load_lines(raw or b"")
                 del raw
                 seen += len(rows)
                 map_pairs(rows, shards, into=pairs)
@@ -216,7 +216,7 @@ class InlinkCounter:
         for shard, targets in pairs.items():
             body = {target: sorted(sources) for target, sources in sorted(targets.items())}
             key = f"{_base(crawl_id)}map/{shard:04d}/{step:06d}.json"
-            await self.store.put_object(key, json.dumps(body, separators=(",", ":")).encode())
+            await self.store.put_object(key, dumps(body))
         return {**cursor, "after": after, "step": step + 1}
 
     async def _reduce(self, crawl_id: str, cursor: Cursor) -> Cursor:
@@ -227,19 +227,17 @@ class InlinkCounter:
             merged: dict[str, set[int]] = {}
             for key in await self.store.list_keys(f"{_base(crawl_id)}map/{s:04d}/"):
                 raw = await self.store.get_object(key)
-                part: dict[str, list[int]] = json.loads(raw or b"{}")
+                part: dict[str, list[int]] = loads(raw or b"{}")
                 for target, sources in part.items():
                     merged.setdefault(target, set()).update(sources)
             counts = {target: len(sources) for target, sources in sorted(merged.items())}
-            await self.store.put_object(
-                f"{_base(crawl_id)}counts/{s:04d}.json", json.dumps(counts, separators=(",", ":")).encode()
-            )
+            await self.store.put_object(f"{_base(crawl_id)}counts/{s:04d}.json", dumps(counts))
             del counts
             graph = {target: sorted(sources) for target, sources in sorted(merged.items())}
             del merged
             await self.store.put_object(
                 f"{_base(crawl_id)}graph/{cursor['step']:06d}/{s:04d}.json",
-                json.dumps(graph, separators=(",", ":")).encode(),
+                dumps(graph),
             )
             del graph
         if end >= shards:
@@ -249,7 +247,7 @@ class InlinkCounter:
     async def depths(self, crawl_id: str, cursor: Cursor, shard: int) -> dict[str, int]:
         """The click depths of one shard's URLs (call after the depth phase is done)."""
         raw = await self.store.get_object(f"{_base(crawl_id)}depth/{cursor['step']:06d}/{shard:04d}.json")
-        return {} if raw is None else dict(json.loads(raw))
+        return {} if raw is None else dict(loads(raw))
 
     async def _depth(self, crawl_id: str, cursor: Cursor, starts: Sequence[str]) -> Cursor:
         """One shard of one BFS level: targets of the shard first reached from the level's frontier."""
@@ -259,13 +257,13 @@ class InlinkCounter:
         base = f"{_base(crawl_id)}depth/{cursor['step']:06d}/"
         frontier = await self._frontier(base, level, starts)
         raw = await self.store.get_object(f"{base}{shard:04d}.json")
-        depth: dict[str, int] = {} if raw is None else json.loads(raw)
+        depth: dict[str, int] = {} if raw is None else loads(raw)
         if level == 0:
             depth.update((u, 0) for u in starts if shard_of(u, shards) == shard)
         reached: list[str] = []
         if frontier:
             raw = await self.store.get_object(f"{_base(crawl_id)}graph/{cursor['step']:06d}/{shard:04d}.json")
-            graph: dict[str, list[int]] = json.loads(raw or b"{}")
+            graph: dict[str, list[int]] = loads(raw or b"{}")
             del raw
             for target, sources in graph.items():
                 if target not in depth and any(_contains(frontier, k) for k in sources):
@@ -273,9 +271,7 @@ class InlinkCounter:
                     reached.append(target)
             del graph
         if reached or level == 0:
-            await self.store.put_object(
-                f"{base}{shard:04d}.json", json.dumps(depth, separators=(",", ":")).encode()
-            )
+            await self.store.put_object(f"{base}{shard:04d}.json", dumps(depth))
         keys = array("Q", sorted(url_key(u) for u in reached))
         await self.store.put_object(
             f"{base}level/{level + 1:04d}/{shard:04d}.bin", keys.tobytes(), "application/octet-stream"

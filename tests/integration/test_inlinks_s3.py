@@ -24,7 +24,14 @@ def test_counts_on_s3_equal_count_inlinks_and_resume_from_the_checkpoint(control
     for part in range(25):  # 25 worker parts of 4 pages; page p7 delivered twice (parts 1 and 20)
         pages = [urls[(part * 4 + i) % 60] for i in range(4)] + (["https://ex.test/p7"] if part == 20 else [])
         rows = [
-            {"crawl_id": crawl_id, "source": src, "target": rng.choice(urls), "internal": rng.random() < 0.9}
+            {
+                "crawl_id": crawl_id,
+                "source": src,
+                "target": rng.choice(urls),
+                "internal": rng.random() < 0.9,
+                # anchor text from the page, written unescaped: line separators must not cut a row
+                "anchor": rng.choice(["", "Home", "a\u2028b", "c\u0085d\u2029"]),
+            }
             for src in pages
             for _ in range(rng.randint(0, 8))
         ]

@@ -1,0 +1,43 @@
+"""JSON for what the crawl stores and reads back (result rows, batch journals, inlink files): orjson, with the
+standard library where orjson refuses a value.
+
+Rows and journals are written once per page and read again by the report: with the standard library they were
+a tenth of the crawler's own CPU (py-spy, 3,000 pages); orjson does the same work several times faster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON. A value orjson refuses (an integer beyond 64 bits, a key that is not a string) is
+    written by the standard library, in the same form."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def loads(data: bytes | str) -> Any:
+    """One JSON document. Text the standard library wrote with `NaN`/`Infinity` (not JSON; orjson refuses it)
+    is still read, so parts written before orjson stay readable."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+def dump_lines(rows: Iterable[Any]) -> bytes:
+    """JSON lines: one row per line, each line ending with "\\n"."""
+    return b"".join(dumps(row) + b"\n" for row in rows)
+
+
+def load_lines(data: bytes) -> list[Any]:
+    """The rows of a JSON-lines body, split on "\\n" only: a row may hold U+2028 or U+0085 (written unescaped),
+    which `str.splitlines` would cut the row at."""
+    return [loads(line) for line in data.split(b"\n") if line.strip()]

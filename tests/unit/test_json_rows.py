@@ -1,0 +1,35 @@
+"""The JSON of stored rows, journals and inlink files (`seolens_core.adapters._json`)."""
+
+from __future__ import annotations
+
+import json
+
+from seolens_core.adapters._json import dump_lines, dumps, load_lines, loads
+
+
+def test_rows_round_trip_as_compact_utf8() -> None:
+    row = {"url": "https://exemple.fr/été", "status": 200, "ttfb_ms": 12.5, "h1": ["a", "b"], "none": None}
+    assert dumps(row) == json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert loads(dumps(row)) == row
+
+
+def test_values_orjson_refuses_are_written_by_the_standard_library() -> None:
+    assert loads(dumps({"n": 2**70})) == {"n": 2**70}
+    assert dumps({1: "a"}) == b'{"1":"a"}'
+
+
+def test_parts_written_before_are_still_read() -> None:
+    """The standard library wrote NaN for a float that was not a number (not JSON: orjson refuses it)."""
+    old = json.dumps({"ttfb_ms": float("nan"), "url": "u"}, separators=(",", ":"), ensure_ascii=False)
+    row = loads(old.encode())
+    assert row["url"] == "u" and row["ttfb_ms"] != row["ttfb_ms"]
+
+
+def test_a_row_holding_line_separators_stays_one_row() -> None:
+    """U+2028, U+2029 and U+0085 are written unescaped; str.splitlines() would cut the row there (the inlink
+    map read link parts that way: a link whose text held one failed the report)."""
+    rows = [{"text": "a\u2028b\u2029c\u0085d"}, {"text": "second"}]
+    body = dump_lines(rows)
+    assert body.count(b"\n") == 2
+    assert load_lines(body) == rows
+    assert load_lines(body + b"\n\n") == rows
