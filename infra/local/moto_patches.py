@@ -393,24 +393,21 @@ EXPRESSION_CACHE_SIZE = 4096
 """Texts kept per parse cache (patch 10): a crawl uses a few dozen, with a lease count in some of them."""
 
 
-_LEXED: dict[str, tuple[Any, ...]] = {}
-"""ConditionExpression text -> its tokens (patch 10)."""
-
-
 def _memoised_lexer(lex: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """`ConditionExpressionParser._lex_condition_expression` (5.2.5) once per text (patch 10). Its tokens are
-    namedtuples of strings (an empty `children` list no later stage mutates: they build new nodes), so one
-    tuple of them serves every parse of the text; each parse gets its own deque (the stages consume it)."""
+    """`ConditionExpressionParser._lex_condition_expression` (5.2.5) once per text (patch 10). It reads only
+    the text; its tokens are namedtuples of strings (an empty `children` list no later stage mutates: they
+    build new nodes), so one tuple of them serves every parse of the text; each parse gets its own deque
+    (the stages consume it)."""
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    @functools.lru_cache(maxsize=EXPRESSION_CACHE_SIZE)
+    def tokens(text: str) -> tuple[Any, ...]:
+        return tuple(lex(ConditionExpressionParser(text, None, None)))
 
     @functools.wraps(lex)
     def wrapper(self: Any) -> Any:
-        text = self.condition_expression
-        tokens = _LEXED.get(text)
-        if tokens is None:
-            tokens = tuple(lex(self))
-            if len(_LEXED) < EXPRESSION_CACHE_SIZE:
-                _LEXED[text] = tokens
-        return deque(tokens)
+        return deque(tokens(self.condition_expression))
 
     return wrapper
 

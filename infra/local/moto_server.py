@@ -174,9 +174,14 @@ def _tune_gc() -> None:
 
 def _end_workers() -> None:
     """Kill and reap this process's children (gunicorn's worker): no orphan outlives the emulator, and the
-    worker's CPU time is counted in this process's children's, as the benchmarks read it."""
+    worker's CPU time is counted in this process's children's, as the benchmarks read it. Without /proc
+    (not Linux) nothing is reaped here: gunicorn's worker exits by itself once its parent is gone."""
     me = str(os.getpid())
-    for entry in os.listdir("/proc"):
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
         try:
             with open(f"/proc/{entry}/stat", encoding="ascii") as fh:
                 ppid = fh.read().rsplit(")", 1)[1].split()[1]

@@ -309,10 +309,10 @@ class HostPacingStore:
                 return self._close(s, state, now)
 
             stored = await self._control(host, stored, decide)
-            for _ in range(CATCH_UP_WINDOWS):
-                if not closer or len(stored.obs) < self._settings.window:
-                    break
+            catch_up = CATCH_UP_WINDOWS if closer else 0
+            while catch_up and len(stored.obs) >= self._settings.window:
                 stored = await self._control(host, stored, lambda s, now: self._close(s, s.state, now))
+                catch_up -= 1
         return stored.state
 
     async def slide(self, host: str, lease_id: str, start_at: float, *, lease_ttl_s: float) -> Granted | None:
