@@ -145,6 +145,8 @@ def _serve(port: int) -> None:
     def watchdog() -> None:
         sys.stdin.buffer.read()
         if keepalive:
+            # gunicorn's master would log the kill as an error ("Perhaps out of memory?") on the user's console.
+            logging.getLogger("gunicorn.error").disabled = True
             _end_workers()
         os._exit(0)
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import boto3
 
+from infra.local import moto_server as moto_server_module
 from infra.local.moto_server import EmbeddedMoto
 
 LIST_TABLES = (
@@ -76,3 +81,25 @@ def test_long_polls_do_not_hold_up_other_calls(moto_server: EmbeddedMoto) -> Non
     assert time.monotonic() - sent < 3.0  # well inside the polls' 5 s wait
     for t in pollers:
         t.join(10)
+
+
+def test_stopping_the_emulator_logs_nothing() -> None:
+    """Stopping kills gunicorn's worker; its master used to log the kill as an error ("Worker was sent SIGKILL!
+    Perhaps out of memory?") at the end of a user's crawl output, in about one stop of three."""
+    from infra.local.moto_server import _free_port, _wait_for_port
+
+    for _ in range(4):
+        port = _free_port()
+        proc = subprocess.Popen(
+            [sys.executable, str(Path(moto_server_module.__file__).resolve()), "--serve", str(port)],
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+        _wait_for_port(port, proc)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(LIST_TABLES)
+            _answer(sock)
+        _, err = proc.communicate(b"", timeout=20)
+        assert proc.returncode == 0
+        assert err.decode(errors="replace").strip() == ""
