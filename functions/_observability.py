@@ -1,9 +1,11 @@
 """Powertools Logger and Metrics shared by every handler (service name from POWERTOOLS_SERVICE_NAME)."""
 
+import json
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 from seolens_core.politeness import WindowReport
 
@@ -26,3 +28,10 @@ def host_window_emf(origin: str, window: WindowReport) -> dict[str, Any]:
     emf.add_metadata(key="verdict", value=window.verdict.value)
     emf.add_metadata(key="closed_at", value=window.closed_at)
     return dict(emf.serialize_metric_set())
+
+
+def emit_host_window(origin: str, window: WindowReport) -> None:
+    """Print the window's EMF record for CloudWatch, unless metrics are off (as Powertools' own flush does):
+    a local crawl sets POWERTOOLS_METRICS_DISABLED, and its console is the user's, not a log group."""
+    if not is_metrics_disabled():
+        print(json.dumps(host_window_emf(origin, window), separators=(",", ":")))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -16,7 +15,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions._observability import host_window_emf, logger, metrics, tracer
+from functions._observability import emit_host_window, logger, metrics, tracer
 from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.bootstrap import container
 from seolens_core.frontier import FrontierMessage, MessageError
@@ -49,7 +48,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for outcome, count in batch.outcomes.items():
         metrics.add_metric(name=f"urls_{outcome}", unit=MetricUnit.Count, value=count)
     for origin, window in app.worker.take_closed_windows():  # each host's AIMD timeline, as EMF records
-        print(json.dumps(host_window_emf(origin, window), separators=(",", ":")))
+        emit_host_window(origin, window)
     for verdict, count in app.worker.window_verdicts.items():  # "degrade" windows are the AIMD back-offs
         if count - verdicts_before.get(verdict, 0):
             metrics.add_metric(

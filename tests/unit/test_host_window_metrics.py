@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from functions._observability import host_window_emf
+import json
+
+import pytest
+
+from functions._observability import emit_host_window, host_window_emf
 from seolens_core.politeness import Verdict, WindowReport
 
 
@@ -39,3 +43,21 @@ def test_a_window_without_latency_samples_has_no_p95_metric() -> None:
     emf = host_window_emf("http://down.example:80", window)
     names = {m["Name"] for m in emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert "host_p95_ms" not in names and emf["host_error_rate"] == [100.0]
+
+
+def test_the_record_is_printed_for_cloudwatch_and_not_on_a_local_console(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 20,000-page local crawl printed 2,228 of these on the user's console: the local runtime turns metrics
+    off (POWERTOOLS_METRICS_DISABLED), and the record follows Powertools' own flush."""
+    window = WindowReport(
+        closed_at=1.0, n=50, errors=0, p95_ms=20.0, verdict=Verdict.HEALTHY, delay_ms=0, concurrency=4
+    )
+    monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    emit_host_window("https://shop.example:443", window)
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["host"] == "https://shop.example:443"
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    emit_host_window("https://shop.example:443", window)
+    assert capsys.readouterr().out == ""
