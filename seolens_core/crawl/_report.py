@@ -42,6 +42,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from seolens_core.adapters._json import dump_lines, dumps, load_lines, loads
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore, StreamingUpload
@@ -244,12 +245,12 @@ class Reporter:
             n_links = 0
             links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
             try:
-                chunk: list[str] = []
+                chunk: list[bytes] = []
                 async for link in s.results.rows(crawl_id, "links"):
                     n_links += 1
-                    chunk.append(json.dumps(link, ensure_ascii=False) + "\n")
+                    chunk.append(dumps(link) + b"\n")
                     if len(chunk) >= 2_000:
-                        await links_out.write("".join(chunk).encode())
+                        await links_out.write(b"".join(chunk))
                         chunk.clear()
                     # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
                     if not link.get("redirect"):
@@ -257,7 +258,7 @@ class Reporter:
                         if link_finding is not None:
                             await site_finding(link_finding)
                 if chunk:
-                    await links_out.write("".join(chunk).encode())
+                    await links_out.write(b"".join(chunk))
                 del chunk
                 keys["links.jsonl"] = await links_out.close()
             except BaseException:
@@ -293,18 +294,18 @@ class Reporter:
             stats = _PageStats()
             pages_out = s.results.open_file(crawl_id, "pages.jsonl", "application/x-ndjson")
             try:
-                buf: list[str] = []
+                buf: list[bytes] = []
                 size = 0
                 async for _, _, _, row in work.merge("final", 3):
                     stats.add(row)
-                    line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+                    line = dumps(row, default=str) + b"\n"
                     buf.append(line)
                     size += len(line)
                     if size >= _CHUNK:
-                        await pages_out.write("".join(buf).encode())
+                        await pages_out.write(b"".join(buf))
                         buf, size = [], 0
                 if buf:
-                    await pages_out.write("".join(buf).encode())
+                    await pages_out.write(b"".join(buf))
                 del buf
                 keys["pages.jsonl"] = await pages_out.close()
             except BaseException:
@@ -401,15 +402,15 @@ class Reporter:
         spool = work.spool("compare")
         try:
             async for line in _lines(results, base + "pages.jsonl"):
-                await _spool_page(spool, shards, 0, json.loads(line))
+                await _spool_page(spool, shards, 0, loads(line))
             async for row in _csv_rows(results, base + "findings.csv"):
                 await spool.add(shard_of(str(row.get("url", "")), shards), [1, row])
         except Exception:  # the previous crawl's outputs expired or were never written
             return {"previous_crawl_id": previous.crawl_id, "error": "previous outputs not available"}
         async for line in _lines(results, f"crawls/{record.crawl_id}/report/pages.jsonl"):
-            await _spool_page(spool, shards, 2, json.loads(line))
+            await _spool_page(spool, shards, 2, loads(line))
         async for line in _lines(results, work.findings_key):
-            finding = json.loads(line)
+            finding = loads(line)
             await spool.add(shard_of(str(finding.get("url", "")), shards), [3, finding])
         await spool.flush()
         parts = []
@@ -454,12 +455,12 @@ class _Spool:
     def __init__(self, results: ResultsStore, prefix: str) -> None:
         self._results = results
         self._prefix = prefix
-        self._buffer: dict[int, list[str]] = {}
+        self._buffer: dict[int, list[bytes]] = {}
         self._size = 0
         self._flushes = 0
 
     async def add(self, shard: int, item: Any) -> None:
-        line = json.dumps(item, separators=(",", ":"))
+        line = dumps(item)
         self._buffer.setdefault(shard, []).append(line)
         self._size += len(line) + 1
         if self._size >= SPOOL_BUFFER:
@@ -468,7 +469,7 @@ class _Spool:
     async def flush(self) -> None:
         for shard, lines in sorted(self._buffer.items()):
             key = f"{self._prefix}{shard:04d}/{self._flushes:06d}.jsonl"
-            await self._results.put_object(key, ("\n".join(lines) + "\n").encode(), "application/x-ndjson")
+            await self._results.put_object(key, b"\n".join(lines) + b"\n", "application/x-ndjson")
         self._buffer.clear()
         self._size = 0
         self._flushes += 1
@@ -476,9 +477,8 @@ class _Spool:
     async def read(self, shard: int) -> AsyncIterator[Any]:
         for key in await self._results.list_keys(f"{self._prefix}{shard:04d}/"):
             raw = await self._results.get_object(key) or b""
-            for line in raw.decode("utf-8").split("\n"):
-                if line:
-                    yield json.loads(line)
+            for item in load_lines(raw):
+                yield item
 
 
 class _RangeReader:
@@ -583,7 +583,7 @@ class _Work:
         if not items:
             runs.pop(shard, None)
             return
-        body = "".join(json.dumps(item, separators=(",", ":")) + "\n" for item in items).encode()
+        body = dump_lines(items)
         await self._results.put_object(self._run_key(name, shard), body, "application/x-ndjson")
         runs[shard] = len(body)
 
@@ -591,7 +591,7 @@ class _Work:
         if shard not in self._runs.get(name, {}):
             return []
         raw = await self._results.get_object(self._run_key(name, shard)) or b""
-        return [json.loads(line) for line in raw.decode("utf-8").split("\n") if line]
+        return load_lines(raw)
 
     async def merge(self, name: str, key_len: int = 1) -> AsyncIterator[Any]:
         """Every item of the runs of `name`, in order of their first `key_len` elements (a k-way merge)."""
@@ -603,7 +603,7 @@ class _Work:
         for i, reader in enumerate(readers):
             line = await reader.next()
             if line is not None:
-                item = json.loads(line)
+                item = loads(line)
                 heap.append((item[:key_len], i, item))
         heapq.heapify(heap)
         while heap:
@@ -613,7 +613,7 @@ class _Work:
             if line is None:
                 heapq.heappop(heap)
             else:
-                nxt = json.loads(line)
+                nxt = loads(line)
                 heapq.heapreplace(heap, (nxt[:key_len], i, nxt))
 
     async def clean(self) -> None:
@@ -719,7 +719,7 @@ class _FindingSink:
         self._out = out
         self._json = work._results.open_object(work.findings_key, "application/x-ndjson")
         self._buf = io.StringIO()
-        self._jbuf: list[str] = []
+        self._jbuf: list[bytes] = []
         self._writer = csv.DictWriter(
             self._buf, fieldnames=["code", "severity", "url", "detail", "related_url"], extrasaction="ignore"
         )
@@ -731,7 +731,7 @@ class _FindingSink:
 
     async def add(self, finding: dict[str, Any]) -> None:
         self._writer.writerow(finding)
-        self._jbuf.append(json.dumps(finding, default=str) + "\n")
+        self._jbuf.append(dumps(finding, default=str) + b"\n")
         self.by_code[finding["code"]] += 1
         self.by_severity[str(finding.get("severity"))] += 1
         entry = (-_SEVERITY_ORDER.get(str(finding.get("severity")), 4), -self.total, finding)
@@ -747,7 +747,7 @@ class _FindingSink:
         await self._out.write(self._buf.getvalue().encode())
         self._buf.seek(0)
         self._buf.truncate()
-        await self._json.write("".join(self._jbuf).encode())
+        await self._json.write(b"".join(self._jbuf))
         self._jbuf.clear()
 
     def top(self) -> list[dict[str, Any]]:

@@ -129,7 +129,8 @@ def _outputs(app: Any, crawl_id: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in OUTPUTS:
         body = app.run(app.results.get_file(f"crawls/{crawl_id}/report/{name}"))
-        out[name] = body
+        # The same rows in the same order; the lines' spacing is the JSON writer's (compact since orjson).
+        out[name] = [json.loads(line) for line in body.split(b"\n") if line] if name.endswith(".jsonl") else body
     report = json.loads(out["report.json"])
     for volatile in ("finished_at", "duration_s"):
         report.pop(volatile)
