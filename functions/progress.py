@@ -12,4 +12,4 @@ from seolens_core.bootstrap import container
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return container().run(container().progress.check(event["crawl_id"]))
+    return container().run(container().progress.check(event["crawl_id"], event.get("previous")))

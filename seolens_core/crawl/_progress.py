@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +23,37 @@ PROGRESS_WAIT_FRACTION = 0.05
 MAX_PROGRESS_WAIT_S = 30
 
 
-def progress_wait_s(base_s: int, elapsed_s: float, budget_left_s: float | None = None) -> int:
+def progress_wait_s(
+    base_s: int, elapsed_s: float, budget_left_s: float | None = None, drain_s: float | None = None
+) -> int:
     """Seconds until the next progress check: the crawl's `progress_poll_s`, growing to 5% of the crawl's age
     (at most 30 s, never below the base): each check is three Step Functions transitions, and a 25-minute crawl
-    polled every second paid ~4,000 of them. A crawl with a time budget is checked when the budget ends."""
+    polled every second paid ~4,000 of them. A crawl with a time budget is checked when the budget ends; one
+    expected to drain sooner (`drain_s`) is checked then (not before the base)."""
     wait = max(float(base_s), min(PROGRESS_WAIT_FRACTION * max(elapsed_s, 0.0), float(MAX_PROGRESS_WAIT_S)))
     if budget_left_s is not None:
         wait = min(wait, max(budget_left_s, 1.0))
+    if drain_s is not None:
+        wait = min(wait, max(drain_s, float(base_s)))
     return max(1, math.ceil(wait))
+
+
+def expected_drain_s(
+    pending: int, fetched: int, now: float, previous: Mapping[str, Any] | None
+) -> float | None:
+    """When the last `pending` URLs should be done at the fetch rate since the previous check (None without a
+    usable previous check or progress since it). The rate since the last check, not the crawl's average: the
+    tail of a crawl is often one slow, polite host, and the wait then stays at its grown length."""
+    if not previous or pending <= 0:
+        return None
+    try:
+        before = int(previous.get("counters", {}).get("n_fetched", 0))
+        dt = now - float(previous.get("checked_at", 0))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if not previous.get("checked_at") or dt <= 0 or fetched <= before:
+        return None
+    return pending / ((fetched - before) / dt)
 
 
 @dataclass
@@ -49,7 +72,8 @@ class ProgressChecker:
     def __init__(self, services: ProgressServices) -> None:
         self.s = services
 
-    async def check(self, crawl_id: str) -> dict[str, Any]:
+    async def check(self, crawl_id: str, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The crawl's state; `previous` is the last check's answer (the state machine passes it along)."""
         s = self.s
         record = await s.crawls.get(crawl_id)
         now = s.clock()
@@ -57,7 +81,12 @@ class ProgressChecker:
         elapsed = now - record.started_epoch
         budget_left = None if settings.max_seconds is None else settings.max_seconds - elapsed
         poll = progress_wait_s(settings.progress_poll_s, elapsed, budget_left)
-        out: dict[str, Any] = {"crawl_id": crawl_id, "wait_seconds": poll, "counters": record.counters}
+        out: dict[str, Any] = {
+            "crawl_id": crawl_id,
+            "wait_seconds": poll,
+            "counters": record.counters,
+            "checked_at": now,
+        }
         if record.status is CrawlStatus.CANCELLED:
             return {**out, "state": "CANCELLED"}
         if record.status is CrawlStatus.PAUSED:
@@ -86,6 +115,9 @@ class ProgressChecker:
                 "pending": len(pending),
                 "pending_hosts_suspended": sorted(given_up),
             }
+        if not more:  # the last few: check again when they should be done
+            drain = expected_drain_s(len(pending), fetched, now, previous)
+            out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
         return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
 
     async def _all_given_up(self, hosts: set[str], given_up: set[str]) -> bool:

@@ -52,6 +52,7 @@ class FakeFunctions:
                 "state": state,
                 "wait_seconds": wait,
                 "counters": {"fetched": 3},
+                "checked_at": 1_000.0 + len(self.calls),
             }
         if arn == REPORT:
             return {"crawl_id": payload["crawl_id"], "ok": True}
@@ -89,7 +90,16 @@ def test_crawl_succeeds() -> None:
         {"crawl_id": "c1", "cursor": None},
         {"crawl_id": "c1", "cursor": {"batch": 1}},
     ]
-    assert functions.called(PROGRESS) == [{"crawl_id": "c1"}] * 2
+    first, second = functions.called(PROGRESS)
+    # Each check is handed the previous one's answer (the fetch rate since then); the first, a blank one.
+    assert first == {
+        "crawl_id": "c1",
+        "previous": {"state": "STARTING", "wait_seconds": 0, "counters": {}, "checked_at": 0},
+    }
+    assert second == {
+        "crawl_id": "c1",
+        "previous": {"state": "RUNNING", "wait_seconds": 30, "counters": {"fetched": 3}, "checked_at": 1_003.0},
+    }
     assert [p["action"] for p in functions.called(REPORT)] == ["orphans", "report"]
     assert fake.sleeps == [30]
     assert result.output["crawl_id"] == "c1"

@@ -13,6 +13,7 @@ from seolens_core.crawl._progress import (
     MAX_PROGRESS_WAIT_S,
     ProgressChecker,
     ProgressServices,
+    expected_drain_s,
     progress_wait_s,
 )
 from seolens_core.settings import CrawlSettings
@@ -82,3 +83,69 @@ def test_the_monitor_is_told_the_grown_wait(max_seconds: float | None, expected_
     out = asyncio.run(ProgressChecker(services).check("c1"))
     assert out["state"] == "RUNNING"
     assert out["wait_seconds"] == expected_wait
+
+
+def test_a_crawl_about_to_drain_is_checked_when_it_should_be_done() -> None:
+    assert progress_wait_s(1, 400.0, drain_s=3.2) == 4  # not 5% of its age (20 s)
+    assert progress_wait_s(1, 400.0, drain_s=0.2) == 1  # never below the base
+    assert progress_wait_s(5, 400.0, drain_s=0.2) == 5
+    assert progress_wait_s(1, 400.0, drain_s=500.0) == 20  # never later than the grown wait
+
+
+def test_the_drain_is_expected_at_the_rate_since_the_last_check() -> None:
+    previous = {"counters": {"n_fetched": 900}, "checked_at": 990.0}
+    assert expected_drain_s(50, 1_000, 1_000.0, previous) == pytest.approx(5.0)  # 10 pages/s
+    assert expected_drain_s(50, 900, 1_000.0, previous) is None  # nothing fetched since: no rate to trust
+    assert expected_drain_s(0, 1_000, 1_000.0, previous) is None
+    assert expected_drain_s(50, 1_000, 1_000.0, None) is None  # the first check
+    assert (
+        expected_drain_s(50, 1_000, 1_000.0, {"state": "STARTING", "checked_at": 0, "counters": {}}) is None
+    )
+    for hostile in (
+        {"counters": "x", "checked_at": 1.0},
+        {"counters": {"n_fetched": "many"}, "checked_at": 1.0},
+        {"counters": {}, "checked_at": "soon"},
+        {"counters": {}, "checked_at": 2_000.0},
+    ):
+        assert expected_drain_s(50, 1_000, 1_000.0, hostile) is None
+
+
+class _Pending:
+    def __init__(self, n: int, more: bool = False) -> None:
+        self.n, self.more = n, more
+
+    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
+        urls = [
+            PendingUrl(f"http://shop.example/{i}", f"k{i}", 1, "http://shop.example") for i in range(self.n)
+        ]
+        return urls, self.more
+
+
+@pytest.mark.parametrize(
+    ("fetched_before", "pending", "more", "expected_wait"),
+    [
+        (8_000, 30, False, 1),  # 200 pages/s since the last check, 30 left: check again at the base
+        (9_000, 150, False, 2),  # 100 pages/s: 1.5 s
+        (9_999, 150, False, 20),  # the tail is one slow host (0.1 page/s): the grown wait, not one a second
+        (8_000, 30, True, 20),  # more pending than the sample shows: no estimate
+    ],
+)
+def test_the_monitor_checks_the_last_urls_when_they_should_be_done(
+    fetched_before: int, pending: int, more: bool, expected_wait: int
+) -> None:
+    """At 6,000 pages the crawl sat idle ~4 s between its last fetch and the check that saw it drained (5% of
+    its age); at 20,000 pages up to 17 s."""
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
+    crawl = _Crawl(settings, started=1_000.0)
+    crawl.record.counters["n_fetched"] = 10_000
+    services = ProgressServices(
+        crawls=cast(Any, crawl),
+        urls=cast(Any, _Pending(pending, more)),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: 1_400.0,
+    )
+    previous = {"state": "RUNNING", "counters": {"n_fetched": fetched_before}, "checked_at": 1_390.0}
+    out = asyncio.run(ProgressChecker(services).check("c1", previous))
+    assert out["state"] == "RUNNING"
+    assert out["wait_seconds"] == expected_wait
+    assert out["checked_at"] == 1_400.0
