@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import copy
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -546,3 +548,182 @@ def test_top_level_projection_equals_upstreams(paths: list[list[str]]) -> None:
         assert fast.hash_key == item.hash_key
         fast.attrs.clear()  # the projection is a copy: the stored item keeps its attributes
         assert item.attrs and canonical(item) == canonical(stored(shape))
+
+
+CRAWLER_UPDATES = [
+    # (update expression, names, values) as the crawler writes them (host pacing, URLs, crawl counters)
+    (
+        "SET leases.#l = next_allowed_at + :ttl, last_start_at = next_allowed_at,"
+        " next_allowed_at = next_allowed_at + step",
+        {"#l": "l9"},
+        {":ttl": {"N": "30"}},
+    ),
+    (
+        "SET leases.#l = :exp, last_start_at = :start, next_allowed_at = :start + step",
+        {"#l": "l8"},
+        {":exp": {"N": "1030"}, ":start": {"N": "1000.5"}},
+    ),
+    (
+        "REMOVE leases.#a, leases.#b SET obs = list_append(obs, :o)",
+        {"#a": "l1", "#b": "l2"},
+        {":o": {"L": [{"S": "12.3"}, {"S": "503!"}]}},
+    ),
+    ("REMOVE obs[0], obs[1] SET cseq = cseq + :one", None, {":one": {"N": "1"}}),
+    ("SET url_state = :f, lease_until = :l", None, {":f": {"S": "fetching"}, ":l": {"N": "99.5"}}),
+    ("SET url_state = :q REMOVE lease_until", None, {":q": {"S": "queued"}}),
+    ("ADD #c0 :v0, #c1 :v1", {"#c0": "n_fetched", "#c1": "q3"}, {":v0": {"N": "5"}, ":v1": {"N": "-2"}}),
+    (
+        "SET #u = if_not_exists(#u, :url), counters.#n = :z",
+        {"#u": "url", "#n": "n_new"},
+        {":url": {"S": "http://a/"}, ":z": {"N": "0"}},
+    ),
+]
+
+
+def _pacing_item() -> dict[str, Any]:
+    return {
+        "k": {"S": "host"},
+        "leases": {"M": {"l1": {"N": "1"}, "l2": {"N": "2"}, "l3": {"N": "3"}}},
+        "obs": {"L": [{"S": "1.0"}, {"S": "2.0"}, {"S": "3.0"}]},
+        "next_allowed_at": {"N": "1000"},
+        "step": {"N": "0.51"},
+        "cseq": {"N": "4"},
+        "url_state": {"S": "queued"},
+        "lease_until": {"N": "5"},
+        "n_fetched": {"N": "10"},
+        "counters": {"M": {"n_new": {"N": "3"}}},
+    }
+
+
+@pytest.mark.parametrize(("expression", "names", "values"), CRAWLER_UPDATES)
+def test_update_tree_copy_equals_a_deep_copy(expression: str, names: Any, values: Any) -> None:
+    """Patch 12: the node-by-node copy of a parsed update expression has upstream's deep copy's shape and
+    leaves, shares no node with the cached tree, and links each copied node to its copied parent."""
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.ast_nodes import Node  # type: ignore[attr-defined]
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    moto_patches.apply()
+    tree = UpdateExpressionParser.make(expression)
+    fast = validators.deepcopy(tree)  # type: ignore[attr-defined]
+    deep = copy.deepcopy(tree)
+
+    def shape(node: Any, parent: Any, originals: set[int]) -> Any:
+        if not isinstance(node, Node):
+            return node
+        assert id(node) not in originals and node.parent is parent
+        return (type(node).__name__, node.type, [shape(c, node, originals) for c in node.children or []])
+
+    def ids(node: Any) -> set[int]:
+        if not isinstance(node, Node):
+            return set()
+        return {id(node)}.union(*(ids(c) for c in node.children or []))
+
+    assert shape(fast, None, ids(tree)) == shape(deep, None, ids(tree))
+
+
+def test_updates_without_the_stream_copy_equal_upstreams() -> None:
+    """Patch 12: every crawler update, applied in turn with the patch and with upstream's code (the item
+    copy and the tree's deep copy), leaves the same item and answers the same; so do a refused condition
+    and an update that creates its item."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb import models
+    from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
+    from moto.dynamodb.parsing import validators
+
+    moto_patches.apply()
+
+    def run(patched: bool) -> list[Any]:
+        backend = dynamodb_backends[DEFAULT_ACCOUNT_ID]["eu-west-3"]
+        name = f"p12-{uuid.uuid4().hex[:6]}"
+        backend.create_table(
+            name,
+            schema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            throughput=None,
+            attr=[{"AttributeName": "k", "AttributeType": "S"}],
+            global_indexes=None,
+            indexes=None,
+            streams=None,
+            billing_mode="PAY_PER_REQUEST",
+            sse_specification=None,
+            tags=None,
+            deletion_protection_enabled=False,
+            warm_throughput=None,
+        )
+        backend.put_item(name, _pacing_item())
+        update = DynamoDBBackend.update_item if patched else DynamoDBBackend.update_item.__wrapped__  # type: ignore[attr-defined]
+        saved = validators.deepcopy  # type: ignore[attr-defined]
+        validators.deepcopy = saved if patched else copy.deepcopy  # type: ignore[attr-defined]
+        answers: list[Any] = []
+        try:
+            for key in ("host", "new"):  # "new": some create the item, some are refused (no such path)
+                for expression, names, values in CRAWLER_UPDATES:
+                    try:
+                        item = update(backend, name, {"k": {"S": key}}, expression, names or {}, values)
+                        answers.append(item.to_json())
+                    except Exception as exc:  # the refusal itself is compared
+                        answers.append(type(exc).__name__)
+            try:
+                update(
+                    backend,
+                    name,
+                    {"k": {"S": "host"}},
+                    "SET cseq = :v",
+                    {},
+                    {":v": {"N": "1"}},
+                    condition_expression="cseq = :v",
+                )
+            except Exception as exc:
+                answers.append((type(exc).__name__, getattr(exc, "item", None)))
+        finally:
+            validators.deepcopy = saved  # type: ignore[attr-defined]
+        assert models.copy is copy  # type: ignore[attr-defined]
+        for key in ("host", "new"):
+            stored = backend.get_item(name, {"k": {"S": key}})
+            answers.append(None if stored is None else stored.to_json())
+        return answers
+
+    assert run(patched=True) == run(patched=False)
+
+
+@pytest.mark.parametrize("return_values", ["NONE", "ALL_OLD", "UPDATED_OLD", "UPDATED_NEW", "ALL_NEW"])
+def test_update_answers_without_the_handlers_item_copy_equal_upstreams(
+    return_values: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Patch 12: without its deep copy of the item, the UpdateItem handler answers every ReturnValues as
+    upstream does (it reads the item's JSON, new containers, before the update changes the item)."""
+    import moto.dynamodb.responses as dynamodb_responses
+    from moto import mock_aws
+
+    moto_patches.apply()
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+    def answers(patched: bool) -> list[Any]:
+        monkeypatch.setattr(dynamodb_responses, "copy", dynamodb_responses.copy if patched else copy)
+        with mock_aws():
+            ddb = boto3.client("dynamodb", region_name="us-east-1")
+            ddb.create_table(
+                TableName="snap",
+                BillingMode="PAY_PER_REQUEST",
+                AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            )
+            ddb.put_item(TableName="snap", Item=_pacing_item())
+            out = []
+            for expression, names, values in CRAWLER_UPDATES:
+                extra = {"ExpressionAttributeNames": names} if names else {}
+                resp = ddb.update_item(
+                    TableName="snap",
+                    Key={"k": {"S": "host"}},
+                    UpdateExpression=expression,
+                    ExpressionAttributeValues=values,
+                    ReturnValues=return_values,
+                    **extra,
+                )
+                out.append(resp.get("Attributes"))
+            return out
+
+    patched = answers(patched=True)
+    assert any(patched) or return_values == "NONE"
+    assert patched == answers(patched=False)
