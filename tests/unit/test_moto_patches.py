@@ -701,20 +701,21 @@ def test_update_answers_without_the_handlers_item_copy_equal_upstreams(
 
     def answers(patched: bool) -> list[Any]:
         monkeypatch.setattr(dynamodb_responses, "copy", dynamodb_responses.copy if patched else copy)
+        table = f"snap-{uuid.uuid4().hex[:8]}"  # other tests' in-process moto may share the backend
         with mock_aws():
             ddb = boto3.client("dynamodb", region_name="us-east-1")
             ddb.create_table(
-                TableName="snap",
+                TableName=table,
                 BillingMode="PAY_PER_REQUEST",
                 AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
                 KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
             )
-            ddb.put_item(TableName="snap", Item=_pacing_item())
+            ddb.put_item(TableName=table, Item=_pacing_item())
             out = []
             for expression, names, values in CRAWLER_UPDATES:
                 extra = {"ExpressionAttributeNames": names} if names else {}
                 resp = ddb.update_item(
-                    TableName="snap",
+                    TableName=table,
                     Key={"k": {"S": "host"}},
                     UpdateExpression=expression,
                     ExpressionAttributeValues=values,
