@@ -130,7 +130,9 @@ def _outputs(app: Any, crawl_id: str) -> dict[str, Any]:
     for name in OUTPUTS:
         body = app.run(app.results.get_file(f"crawls/{crawl_id}/report/{name}"))
         # The same rows in the same order; the lines' spacing is the JSON writer's (compact since orjson).
-        out[name] = [json.loads(line) for line in body.split(b"\n") if line] if name.endswith(".jsonl") else body
+        out[name] = (
+            [json.loads(line) for line in body.split(b"\n") if line] if name.endswith(".jsonl") else body
+        )
     report = json.loads(out["report.json"])
     for volatile in ("finished_at", "duration_s"):
         report.pop(volatile)

@@ -98,7 +98,12 @@ def test_crawl_succeeds() -> None:
     }
     assert second == {
         "crawl_id": "c1",
-        "previous": {"state": "RUNNING", "wait_seconds": 30, "counters": {"fetched": 3}, "checked_at": 1_003.0},
+        "previous": {
+            "state": "RUNNING",
+            "wait_seconds": 30,
+            "counters": {"fetched": 3},
+            "checked_at": 1_003.0,
+        },
     }
     assert [p["action"] for p in functions.called(REPORT)] == ["orphans", "report"]
     assert fake.sleeps == [30]

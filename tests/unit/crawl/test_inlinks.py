@@ -165,7 +165,13 @@ def test_state_machine_loops_orphans_until_done() -> None:
         if arn == ARNS["SeedFunctionArn"]:
             return {"crawl_id": "c1", "cursor": None, "seed_done": True}
         if arn == ARNS["ProgressFunctionArn"]:
-            return {"crawl_id": "c1", "state": "DRAINED", "wait_seconds": 0, "counters": {}, "checked_at": 0.0}
+            return {
+                "crawl_id": "c1",
+                "state": "DRAINED",
+                "wait_seconds": 0,
+                "counters": {},
+                "checked_at": 0.0,
+            }
         calls.append(payload["action"])
         assert set(payload) == {"crawl_id", "action", "error"}
         if payload["action"] == "orphans":
