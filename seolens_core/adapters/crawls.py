@@ -14,7 +14,7 @@ from typing import Any
 from seolens_core.settings import CrawlSettings
 
 GLOBAL_CONTROL_ID = "__frontier__"
-_COUNTER = re.compile(r"n_\w+|q\d+")
+_COUNTER = re.compile(r"n_\w+|q\d+|qs")
 
 
 class CrawlStatus(enum.StrEnum):
@@ -57,8 +57,9 @@ class CrawlRecord:
 
     @property
     def frontier_depth(self) -> int | None:
-        """The shallowest depth that still has queued URLs (per-depth counters `q<d>`), None when unknown."""
-        depths = [int(k[1:]) for k, v in self.counters.items() if k.startswith("q") and v > 0]
+        """The shallowest link depth that still has queued URLs (per-depth counters `q<d>`; sitemap URLs, in
+        `qs`, are outside it), None when unknown."""
+        depths = [int(k[1:]) for k, v in self.counters.items() if k[:1] == "q" and k[1:].isdigit() and v > 0]
         return min(depths) if depths else None
 
 

@@ -91,7 +91,7 @@ class DeadLetterDrain:
         host = url.origin if isinstance(url, NormalizedURL) else ""
         won = await s.crawls.add_counters(
             msg.crawl_id,
-            {"n_dead_letter": 1, f"q{msg.depth}": -1},
+            {"n_dead_letter": 1, msg.queue_counter: -1},
             once=s.urls.dead_letter_finish(msg, host, "dead_letter"),
         )
         return "dead_letter" if won else "duplicate"

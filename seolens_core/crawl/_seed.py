@@ -115,7 +115,7 @@ class Seeder:
         if claimed.new:
             deltas = {"n_discovered": len(claimed.new)}
             for m in claimed.new:
-                deltas[f"q{m.depth}"] = deltas.get(f"q{m.depth}", 0) + 1
+                deltas[m.queue_counter] = deltas.get(m.queue_counter, 0) + 1
             await self.s.crawls.add_counters(messages[0].crawl_id, deltas)
         return len(claimed.new)
 

@@ -176,7 +176,7 @@ class PageWorker:
                 for k, v in c.counters.items():
                     bucket[k] = bucket.get(k, 0) + v
                 for m, _, _ in c.finished:  # a finished URL leaves its depth's queue
-                    bucket[f"q{m.depth}"] = bucket.get(f"q{m.depth}", 0) - 1
+                    bucket[m.queue_counter] = bucket.get(m.queue_counter, 0) - 1
         await self._claim_discovered(contributions, outgoing, counters)
         journals = _journals(part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
         now = self.s.clock()
@@ -226,7 +226,7 @@ class PageWorker:
         # never landed, since a flush that lands them also finishes the page, which is then never re-processed.
         for m in claimed.send:
             bucket = counters.setdefault(m.crawl_id, {})
-            for name in ("n_discovered", f"q{m.depth}"):
+            for name in ("n_discovered", m.queue_counter):
                 bucket[name] = bucket.get(name, 0) + 1
 
 

@@ -14,6 +14,9 @@ class MessageError(ValueError):
     """A queue message that is not a valid FrontierMessage (it is dead-lettered and reported, never fetched)."""
 
 
+SITEMAP_QUEUE_COUNTER = "qs"
+
+
 @dataclass(frozen=True, slots=True)
 class FrontierMessage:
     """A discovered URL on its way to a fetch worker.
@@ -35,6 +38,13 @@ class FrontierMessage:
     holds: int = 0
     redrives: int = 0
     """Times this message came back from the dead-letter queue (see `DeadLetterDrain`)."""
+
+    @property
+    def queue_counter(self) -> str:
+        """The crawl counter of queued URLs this one counts in: its link depth's (`q<depth>`, which the
+        breadth-first gate reads), or `qs` for a URL a sitemap listed (a sitemap says nothing of how deep a page
+        is: counted by its seed depth, thousands of them held every deeper link for its whole hold budget)."""
+        return SITEMAP_QUEUE_COUNTER if self.sitemap else f"q{self.depth}"
 
     def to_json(self) -> str:
         body: dict[str, Any] = {

@@ -91,6 +91,10 @@ def test_crawl_succeeds_and_drains(demo_crawl: dict[str, Any]) -> None:
     assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
     assert run.record.status.value == "COMPLETED"
     assert demo_crawl["report"]["summary"]["pending"] == 0
+    counters = run.record.counters
+    # Every queue counter is back to zero: link depths, and the sitemap URLs' own (`qs`, used by this crawl).
+    queues = {k: v for k, v in counters.items() if k[:1] == "q"}
+    assert "qs" in queues and set(queues.values()) == {0}, queues
 
 
 def test_every_crawlable_page_fetched_exactly_once(demo_crawl: dict[str, Any]) -> None:

@@ -308,3 +308,20 @@ def test_a_url_ahead_of_the_breadth_first_gate_comes_back_later_each_hold_then_i
     assert held["/deep0"].message.holds == 1 and held["/deep2"].message.holds == 3
     assert held["/deep0"].not_before - started == pytest.approx(3.0, abs=1.0)
     assert held["/deep2"].not_before - started == pytest.approx(12.0, abs=1.0)
+
+
+def test_sitemap_urls_count_in_their_own_queue_outside_the_breadth_first_gate() -> None:
+    """A sitemap lists pages without their depth: counted by their seed depth (1), thousands of them kept the
+    gate at depth 1 for a whole crawl, so every link-discovered URL at depth 3 or more was held for its whole
+    hold budget (about a minute, six re-sends) and the last ones came back in waves after the crawl's end."""
+    listed = FrontierMessage("c1", f"{SITE}/listed", url_key_hex(f"{SITE}/listed"), 1, sitemap=True)
+    linked = FrontierMessage("c1", f"{SITE}/linked", url_key_hex(f"{SITE}/linked"), 3)
+    assert (listed.queue_counter, linked.queue_counter) == ("qs", "q3")
+    record = CrawlRecord(
+        "c1", CrawlStatus.RUNNING, SETTINGS, "shop.test", "", 0.0, counters={"qs": 6000, "q3": 4}
+    )
+    assert record.frontier_depth == 3
+    record.counters.update(q2=1, q3=0)
+    assert record.frontier_depth == 2
+    record.counters.update(q2=0)
+    assert record.frontier_depth is None
