@@ -35,3 +35,11 @@ def emit_host_window(origin: str, window: WindowReport) -> None:
     a local crawl sets POWERTOOLS_METRICS_DISABLED, and its console is the user's, not a log group."""
     if not is_metrics_disabled():
         print(json.dumps(host_window_emf(origin, window), separators=(",", ":")))
+
+
+def drop_unpublished_metrics() -> None:
+    """Forget the metrics a previous invocation could not publish because metrics are off. Powertools keeps
+    them, and its auto-flush at 100 values of one metric prints them whatever the switch says: a long local
+    crawl printed an EMF line on the user's console every ~100 batches. Call first thing in a handler."""
+    if is_metrics_disabled():
+        metrics.clear_metrics()

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions._observability import logger, metrics, tracer
+from functions._observability import drop_unpublished_metrics, logger, metrics, tracer
 from seolens_core.bootstrap import container
 
 
@@ -21,6 +21,7 @@ from seolens_core.bootstrap import container
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    drop_unpublished_metrics()
     app = container()
     drain = app.dead_letter_drain
     position = {r.get("messageId", ""): i for i, r in enumerate(event.get("Records", []))}

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from functions._observability import emit_host_window, logger, metrics, tracer
+from functions._observability import drop_unpublished_metrics, emit_host_window, logger, metrics, tracer
 from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.bootstrap import container
 from seolens_core.frontier import FrontierMessage, MessageError
@@ -25,6 +25,7 @@ from seolens_core.frontier import FrontierMessage, MessageError
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    drop_unpublished_metrics()
     app = container()
     calls_before = GLOBAL_METER.total()
     verdicts_before = dict(app.worker.window_verdicts)

@@ -61,3 +61,25 @@ def test_the_record_is_printed_for_cloudwatch_and_not_on_a_local_console(
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     emit_host_window("https://shop.example:443", window)
     assert capsys.readouterr().out == ""
+
+
+def test_metrics_off_are_dropped_not_printed_every_hundred_values(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Powertools' auto-flush at 100 values of a metric ignores POWERTOOLS_METRICS_DISABLED; unpublished values
+    pile up across invocations, so a 20,000-page local crawl printed four EMF lines on the user's console."""
+    from aws_lambda_powertools.metrics import MetricUnit
+
+    from functions._observability import drop_unpublished_metrics, metrics
+
+    monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    metrics.clear_metrics()
+    for _ in range(150):  # one value per invocation
+        drop_unpublished_metrics()
+        metrics.add_metric(name="urls_fetched", unit=MetricUnit.Count, value=1)
+    assert capsys.readouterr().out == ""
+    for _ in range(150):  # the same without the drop: Powertools prints at the 100th value
+        metrics.add_metric(name="urls_fetched", unit=MetricUnit.Count, value=1)
+    assert "urls_fetched" in capsys.readouterr().out
+    metrics.clear_metrics()
