@@ -306,7 +306,14 @@ def _timeline_rows(
 
 
 def _strip_internal(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k != "crawl_id"} for r in rows]
+    """The rows without their `crawl_id` (the part's key names the crawl), as copies: a retried flush groups
+    the same rows again. A C-level copy and a pop: a comprehension over every key was 3% of the worker's CPU."""
+    out = []
+    for r in rows:
+        row = dict(r)
+        row.pop("crawl_id", None)
+        out.append(row)
+    return out
 
 
 class WaveGate:

@@ -325,3 +325,11 @@ def test_sitemap_urls_count_in_their_own_queue_outside_the_breadth_first_gate() 
     assert record.frontier_depth == 2
     record.counters.update(q2=0)
     assert record.frontier_depth is None
+
+
+def test_stored_rows_lose_their_crawl_id_and_the_batchs_rows_keep_it() -> None:
+    from seolens_core.crawl._worker import _strip_internal
+
+    rows = [{"crawl_id": "c1", "url": f"{SITE}/a", "status": 200}, {"url": f"{SITE}/b"}]
+    assert _strip_internal(rows) == [{"url": f"{SITE}/a", "status": 200}, {"url": f"{SITE}/b"}]
+    assert rows[0]["crawl_id"] == "c1"  # a retried flush groups the same rows by crawl again
