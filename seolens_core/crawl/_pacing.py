@@ -143,6 +143,8 @@ class PacingGate:
         when a slot has actually come back instead of polling the table."""
         self._timeline: dict[str, list[WindowReport]] = {}
         self._seen_window: dict[str, float] = {}
+        self._returns_at: dict[str, list[float]] = {}
+        """Per origin: when this container's pacing deferrals come back (those still away are spread)."""
 
     def store(self, settings: CrawlSettings) -> HostPacingStore:
         aimd = aimd_settings(settings.politeness)
@@ -231,14 +233,30 @@ class PacingGate:
         finally:
             line.remove(place)
         if isinstance(reservation, Deferred):
-            return Wait(
-                until=come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s),
-                reason=reservation.reason.value,
-            )
+            until = come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s)
+            if reservation.reason is DeferReason.PACING:
+                until = self._behind_earlier_returns(origin, until, store.outlook(origin))
+            return Wait(until=until, reason=reservation.reason.value)
         self._leases[lease_id] = (pacing, lease_ttl_s)
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )
+
+    def _behind_earlier_returns(
+        self, origin: str, until: float, outlook: tuple[float, float] | None
+    ) -> float:
+        """A pacing deferral comes back at least one slot after the latest one of this container still away for
+        the host. Every deferral of a busy host names the same next slot, so a container's deferred records came
+        back together, one took the slot and the others were sent back again: with ten containers of ten
+        records on a paced host, 20 returns a fetched page (AWS calls 27 a page). Spread, a slot meets one
+        returning record per container; the first still comes back in reach of the next slot."""
+        now = self._clock()
+        away = [t for t in self._returns_at.get(origin, ()) if t > now]
+        if away and outlook is not None:
+            until = max(until, max(away) + outlook[1])
+        away.append(until)
+        self._returns_at[origin] = away
+        return until
 
     async def _set_floor(self, store: HostPacingStore, origin: str, floor_ms: int) -> None:
         await store.set_floor(origin, floor_ms)
