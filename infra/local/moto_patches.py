@@ -153,17 +153,19 @@ def _serialised(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class _NoTableCopy:
-    """Stands for the `copy` module inside moto's DynamoDB backend while a transaction runs: the whole-table
-    backup becomes the live table (a no-op rollback); `_transact_item_backups` restores what it must."""
+class _CopyPassing:
+    """Stands for the `copy` module inside a moto module: a deep copy of a `passing` instance is the object
+    itself, anything else is copied as before. Patch 3: a transaction's whole-table backup becomes the live table
+    (a no-op rollback; `_transact_item_backups` restores what it must). Patch 12: an UpdateItem's copies of the
+    item (read only by a stream record in the backend, and only through `to_json()` before the update in the
+    request handler) are the item itself."""
 
-    def __init__(self, real: Any) -> None:
+    def __init__(self, real: Any, passing: type) -> None:
         self._real = real
+        self._passing = passing
 
     def deepcopy(self, value: Any, *args: Any) -> Any:
-        from moto.dynamodb.models.table import Table
-
-        return value if isinstance(value, Table) else self._real.deepcopy(value, *args)
+        return value if isinstance(value, self._passing) else self._real.deepcopy(value, *args)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
@@ -176,6 +178,7 @@ def _transact_item_backups(method: Callable[..., Any]) -> Callable[..., Any]:
         MultipleTransactionsException,
         TransactionCanceledException,
     )
+    from moto.dynamodb.models.table import Table
 
     @functools.wraps(method)
     def wrapper(self: Any, transact_items: list[dict[str, Any]]) -> Any:
@@ -194,7 +197,7 @@ def _transact_item_backups(method: Callable[..., Any]) -> Callable[..., Any]:
                 continue
             before = None if current is None else copy.deepcopy(current.to_json()["Attributes"])
             backups.append((op["TableName"], key, before))
-        models.copy = _NoTableCopy(copy)  # type: ignore[assignment,attr-defined]
+        models.copy = _CopyPassing(copy, Table)  # type: ignore[assignment,attr-defined]
         try:
             return method(self, transact_items)
         except (TransactionCanceledException, MultipleTransactionsException, MockValidationException):
@@ -476,26 +479,9 @@ def _copy_update_tree(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
     return fast
 
 
-class _NoItemCopy:
-    """Stands for the `copy` module (patch 12) inside moto's DynamoDB backend during an UpdateItem on a table
-    without a stream (the item's "before" copy is read only by a stream record), and inside the request
-    handlers (whose one copy, in UpdateItem, is read only through `to_json()`, before the update): an item's
-    copy is the item itself."""
-
-    def __init__(self, real: Any) -> None:
-        self._real = real
-
-    def deepcopy(self, value: Any, *args: Any) -> Any:
-        from moto.dynamodb.models.dynamo_type import Item
-
-        return value if isinstance(value, Item) else self._real.deepcopy(value, *args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-
 def _update_without_stream_copy(method: Callable[..., Any]) -> Callable[..., Any]:
     from moto.dynamodb import models
+    from moto.dynamodb.models.dynamo_type import Item
 
     @functools.wraps(method)
     def wrapper(self: Any, table_name: str, *args: Any, **kwargs: Any) -> Any:
@@ -503,7 +489,7 @@ def _update_without_stream_copy(method: Callable[..., Any]) -> Callable[..., Any
         if table is None or table.stream_shard is not None:
             return method(self, table_name, *args, **kwargs)
         previous = models.copy  # type: ignore[attr-defined]
-        models.copy = _NoItemCopy(previous)  # type: ignore[assignment,attr-defined]
+        models.copy = _CopyPassing(previous, Item)  # type: ignore[assignment,attr-defined]
         try:
             return method(self, table_name, *args, **kwargs)
         finally:
@@ -571,6 +557,6 @@ def apply() -> bool:
         )
         import moto.dynamodb.responses as dynamodb_responses
 
-        dynamodb_responses.copy = _NoItemCopy(copy)  # type: ignore[assignment,attr-defined]
+        dynamodb_responses.copy = _CopyPassing(copy, Item)  # type: ignore[assignment,attr-defined]
         _applied = True
         return True
