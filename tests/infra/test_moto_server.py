@@ -103,3 +103,23 @@ def test_stopping_the_emulator_logs_nothing() -> None:
         _, err = proc.communicate(b"", timeout=20)
         assert proc.returncode == 0
         assert err.decode(errors="replace").strip() == ""
+
+
+def test_a_request_cut_short_is_not_acted_on(moto_server: EmbeddedMoto) -> None:
+    """A worker killed while uploading a results part: the emulator stored the part's first bytes (gunicorn hands
+    a body cut short to the app as a short read) under the full body's checksum, and the report then failed to
+    read it back. AWS never acts on a partial request."""
+    s3 = boto3.client("s3", endpoint_url=moto_server.endpoint_url, region_name="us-east-1")
+    bucket = f"cut-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    head = (
+        f"PUT /{bucket}/part HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
+        "Authorization: AWS4-HMAC-SHA256 Credential=testing/20261201/us-east-1/s3/aws4_request, "
+        "SignedHeaders=host, Signature=0\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", moto_server.port), timeout=10) as sock:
+        sock.sendall(head + b"0123456789")  # 10 of the 100 bytes, then the client is gone
+    time.sleep(0.5)
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    s3.put_object(Bucket=bucket, Key="part", Body=b"x" * 100)  # a whole request still lands
+    assert s3.get_object(Bucket=bucket, Key="part")["Body"].read() == b"x" * 100
