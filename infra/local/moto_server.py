@@ -238,10 +238,11 @@ def _whole_requests(app: Any) -> Any:
     read it back (the crash e2e test). AWS never acts on a partial request; neither does the emulator now."""
 
     def whole(environ: dict[str, Any], start_response: Any) -> Any:
-        declared = environ.get("CONTENT_LENGTH")
-        if declared and declared.isdigit() and int(declared) > 0:
-            body = environ["wsgi.input"].read(int(declared))
-            if len(body) < int(declared):
+        declared = environ.get("CONTENT_LENGTH") or ""
+        length = int(declared) if declared.isdigit() else 0
+        if length > 0:
+            body = environ["wsgi.input"].read(length)
+            if len(body) < length:
                 start_response("400 Bad Request", [("Content-Length", "0"), ("Connection", "close")])
                 return [b""]
             environ["wsgi.input"] = io.BytesIO(body)

@@ -11,10 +11,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from seolens_core.frontier import SITEMAP_QUEUE_COUNTER
 from seolens_core.settings import CrawlSettings
 
 GLOBAL_CONTROL_ID = "__frontier__"
-_COUNTER = re.compile(r"n_\w+|q\d+|qs")
+_COUNTER = re.compile(rf"n_\w+|q\d+|{SITEMAP_QUEUE_COUNTER}")
 
 
 class CrawlStatus(enum.StrEnum):

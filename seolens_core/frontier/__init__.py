@@ -1,5 +1,5 @@
 """The frontier's vocabulary: the message that carries one discovered URL through SQS."""
 
-from seolens_core.frontier._message import FrontierMessage, MessageError
+from seolens_core.frontier._message import SITEMAP_QUEUE_COUNTER, FrontierMessage, MessageError
 
-__all__ = ["FrontierMessage", "MessageError"]
+__all__ = ["SITEMAP_QUEUE_COUNTER", "FrontierMessage", "MessageError"]
