@@ -11,7 +11,7 @@ import math
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from seolens_core.adapters._gather import CallGroup
@@ -36,6 +36,13 @@ class Outgoing:
             return 0
         return max(1, min(MAX_SQS_DELAY_S, math.floor(ahead + 0.5)))
 
+    def body(self, now: float) -> str:
+        """The message to send; one further ahead than SQS can delay it carries `not_before`, so that it is
+        sent on when it comes back early instead of being handled (and re-queued at the end of a line)."""
+        if self.not_before - now > MAX_SQS_DELAY_S:
+            return replace(self.message, not_before=self.not_before).to_json()
+        return self.message.to_json()
+
 
 class SendFailed(RuntimeError):
     """Some messages could not be sent after retries; the caller must not acknowledge their source."""
@@ -53,8 +60,7 @@ class FrontierQueue:
     async def _send_chunk(self, chunk: Sequence[Outgoing]) -> None:
         now = time.time()
         entries = {
-            uuid.uuid4().hex: {"MessageBody": o.message.to_json(), "DelaySeconds": o.delay_s(now)}
-            for o in chunk
+            uuid.uuid4().hex: {"MessageBody": o.body(now), "DelaySeconds": o.delay_s(now)} for o in chunk
         }
         for attempt in range(6):
             resp = await self._client.send_message_batch(

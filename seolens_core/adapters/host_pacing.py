@@ -355,6 +355,50 @@ class HostPacingStore:
         self._seen(host, stored.state.next_allowed_at)
         return stored.state
 
+    async def book_returns(self, host: str, earliest: float, count: int) -> tuple[float, ...]:
+        """Come-back times for `count` requests deferred for pacing: one step apart, behind every return
+        booked on the host before (by any container) and not before `earliest`.
+
+        The host's deferred requests form one line (`returns_at`, the end of it): each comes back when its
+        turn is near, instead of all of them asking for the same next slot, one winning and the others
+        going round again (ten containers of ten records on a paced host: ~20 re-sends a fetched page). The
+        line only says when to ask again; every start is still granted by `reserve`. One UpdateItem; two
+        when the line is empty or behind `earliest`. A host without spacing has no line: `earliest` each.
+        """
+        if count < 1:
+            raise ValueError("count must be >= 1")
+        seen = self._last.get(host)
+        step = seen.step if seen is not None else 0.0
+        if step <= 0:
+            return (earliest,) * count
+        values = {":span": _num(count * step), ":earliest": _num(earliest)}
+        for _ in range(self._max_attempts):
+            try:
+                response = await self._update(
+                    host,
+                    "SET returns_at = returns_at + :span",
+                    condition="returns_at >= :earliest",
+                    values=values,
+                    returns="UPDATED_NEW",
+                )
+                end = float(response["Attributes"]["returns_at"]["N"])
+            except _ConditionFailed as failed:
+                if failed.item is None:  # no host item: nobody is in line
+                    return (earliest,) * count
+                try:
+                    await self._update(
+                        host,
+                        "SET returns_at = :end",
+                        condition="attribute_not_exists(returns_at) OR returns_at < :earliest",
+                        values={":end": _num(earliest + count * step), ":earliest": values[":earliest"]},
+                    )
+                except _ConditionFailed:
+                    continue  # another container started the line meanwhile: join it
+                end = earliest + count * step
+            first = end - count * step
+            return tuple(round(first + i * step, 6) for i in range(count))
+        raise PacingContention(f"{self._max_attempts} attempts to book returns on {host}")
+
     async def get(self, host: str) -> HostPoliteness | None:
         stored = await self._read(host)
         return None if stored is None else stored.state

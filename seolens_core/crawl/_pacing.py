@@ -11,7 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, overload
 
-from seolens_core.adapters._gather import SingleFlight
+from botocore.exceptions import BotoCoreError, ClientError
+
+from seolens_core.adapters._gather import CallGroup, SingleFlight
 from seolens_core.adapters.host_pacing import HostPacingStore
 from seolens_core.crawl._ports import PacingPort, Ticket, Wait
 from seolens_core.fetch import Fetcher, FetchResult
@@ -43,6 +45,8 @@ COME_BACK_MARGIN_S = 0.5
 BUSY_POLL_S = 0.3
 """Longest pause between local re-asks while every slot of a host is leased and no lease of this
 container on that host comes back (the holders are in other containers)."""
+BOOK_GATHER_S = 0.005
+"""Pacing deferrals of one host made within this of each other book their turns in one write."""
 
 
 def come_back_at(deferred: Deferred, now: float, max_local_wait_s: float) -> float:
@@ -145,6 +149,7 @@ class PacingGate:
         self._seen_window: dict[str, float] = {}
         self._returns_at: dict[str, list[float]] = {}
         """Per origin: when this container's pacing deferrals come back (those still away are spread)."""
+        self._bookings: dict[tuple[HostPacingStore, str], CallGroup[float, float]] = {}
 
     def store(self, settings: CrawlSettings) -> HostPacingStore:
         aimd = aimd_settings(settings.politeness)
@@ -233,23 +238,42 @@ class PacingGate:
         finally:
             line.remove(place)
         if isinstance(reservation, Deferred):
-            until = come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s)
             if reservation.reason is DeferReason.PACING:
-                until = self._behind_earlier_returns(origin, until, store.outlook(origin))
+                return Wait(until=await self._in_line(store, origin, reservation, settings), reason="pacing")
+            until = come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s)
             return Wait(until=until, reason=reservation.reason.value)
         self._leases[lease_id] = (pacing, lease_ttl_s)
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )
 
+    async def _in_line(
+        self, store: HostPacingStore, origin: str, deferred: Deferred, settings: CrawlSettings
+    ) -> float:
+        """When a pacing deferral comes back: its turn in the host's line of deferred requests, shared by
+        every container (`HostPacingStore.book_returns`); the deferrals of this container made together book
+        their turns in one write. If the line cannot be written, this container's own returns are spread."""
+        group = self._bookings.get((store, origin))
+        if group is None:
+
+            async def book(earliest: list[float]) -> tuple[float, ...]:
+                return await store.book_returns(origin, max(earliest), len(earliest))
+
+            group = self._bookings[(store, origin)] = CallGroup(book, BOOK_GATHER_S)
+        wait = settings.politeness.max_local_wait_s
+        try:
+            turn = await group.call(deferred.until)
+        except (ClientError, BotoCoreError, PacingContention):
+            until = come_back_at(deferred, self._clock(), wait)
+            return self._behind_earlier_returns(origin, until, store.outlook(origin))
+        return come_back_at(Deferred(until=turn, reason=DeferReason.PACING), self._clock(), wait)
+
     def _behind_earlier_returns(
         self, origin: str, until: float, outlook: tuple[float, float] | None
     ) -> float:
         """A pacing deferral comes back at least one slot after the latest one of this container still away for
-        the host. Every deferral of a busy host names the same next slot, so a container's deferred records came
-        back together, one took the slot and the others were sent back again: with ten containers of ten
-        records on a paced host, 20 returns a fetched page (AWS calls 27 a page). Spread, a slot meets one
-        returning record per container; the first still comes back in reach of the next slot."""
+        the host (the fallback of `_in_line`): all of them named the same next slot, and came back together
+        for one of them to take it and the others to be sent back again."""
         now = self._clock()
         away = [t for t in self._returns_at.get(origin, ()) if t > now]
         if away and outlook is not None:

@@ -44,6 +44,8 @@ CLAIM_WINDOW_S = 0.003
 MAX_IN_FLIGHT = 10
 FLUSH_RESERVE_S = 5.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+NOT_BEFORE_SLACK_S = 2.0
+"""A message back this much or less before its `not_before` is handled (a pacing return waits locally)."""
 
 
 def bfs_hold_s(holds: int) -> float | None:
@@ -472,6 +474,10 @@ class BatchRun:
             c.finished.append((msg, host, "not_crawled_budget"))
             c.count("n_not_crawled")
             return "not_crawled_budget"
+        if msg.not_before - s.clock() > NOT_BEFORE_SLACK_S:  # came back early: SQS delays 15 minutes at most
+            c.outgoing.append(Outgoing(msg, msg.not_before))
+            c.count("n_deferred")
+            return "not_yet"
         depth_now = record.frontier_depth
         if (
             settings.bfs_slack is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,9 @@ class FrontierMessage:
     holds: int = 0
     redrives: int = 0
     """Times this message came back from the dead-letter queue (see `DeadLetterDrain`)."""
+    not_before: float = 0.0
+    """Epoch seconds before which it is not worth handling: set on a re-send further ahead than SQS can
+    delay a message (15 minutes), which then comes back early and is sent on without asking anything."""
 
     @property
     def queue_counter(self) -> str:
@@ -70,6 +74,8 @@ class FrontierMessage:
             body["holds"] = self.holds
         if self.redrives:
             body["redrives"] = self.redrives
+        if self.not_before:
+            body["nb"] = self.not_before
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -115,7 +121,15 @@ class FrontierMessage:
             tries=_count(data.get("tries")),
             holds=_count(data.get("holds")),
             redrives=_count(data.get("redrives")),
+            not_before=_epoch(data.get("nb")),
         )
+
+
+def _epoch(value: Any) -> float:
+    """A time of the message (epoch seconds); anything else reads as 0."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+        return 0.0
+    return float(value)
 
 
 def _count(value: Any) -> int:

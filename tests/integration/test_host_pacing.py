@@ -905,3 +905,105 @@ def test_observations_are_stored_as_short_strings_and_older_entries_still_count(
             assert sorted(state.window.ttfb_ms) == [7.0, 12.3, 20.25]
 
     asyncio.run(main())
+
+
+def test_returns_booked_on_a_host_form_one_line(moto_server: EmbeddedMoto) -> None:
+    """`book_returns` hands out come-back times one step apart, each behind every earlier booking, never before
+    the caller's `earliest`; a line left behind (its turns are past) starts again at `earliest`. A host
+    without spacing has no line, and neither has a host never seen (no item)."""
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            clock = FakeClock()
+            paced = AimdSettings(initial_delay_ms=1000, initial_concurrency=2, enabled=False)
+            store = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
+            assert await store.book_returns(HOST, T0 + 5, 2) == (T0 + 5, T0 + 5)  # no item yet
+            await store.set_floor(HOST, 0)
+            assert await store.book_returns(HOST, T0 + 5, 3) == (T0 + 5, T0 + 6, T0 + 7)
+            assert await store.book_returns(HOST, T0 + 5, 1) == (T0 + 8,)  # behind the three before
+            assert await store.book_returns(HOST, T0 + 20, 2) == (T0 + 20, T0 + 21)  # the line was behind
+            other = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
+            await other.get(HOST)
+            assert await other.book_returns(HOST, T0 + 5, 1) == (T0 + 22,)  # another container joins the line
+            with pytest.raises(ValueError):
+                await store.book_returns(HOST, T0, 0)
+            unspaced_host = "https://fast.example:443"
+            fast = AimdSettings(initial_delay_ms=0, enabled=False)
+            unspaced = HostPacingStore(client, table, settings=fast, clock=clock, start_guard_s=0.0)
+            await unspaced.set_floor(unspaced_host, 0)
+            assert await unspaced.book_returns(unspaced_host, T0 + 5, 2) == (T0 + 5, T0 + 5)
+
+    asyncio.run(main())
+
+
+def test_pacing_deferrals_of_several_containers_come_back_one_slot_apart(moto_server: EmbeddedMoto) -> None:
+    """Three containers of six callers each ask a host paced at 1 s at once: the deferred ones (slots beyond the
+    2 s local wait) book their turns in the host's one line, so no two of them, from any container, come back
+    within a slot of each other. Spread only within each container (before), every container's first return
+    came back at the same time: one took the slot, the others went round again (ten containers of ten records
+    on a host paced at 200 ms: 3,183 deferrals and 26.6 AWS calls for 400 pages; in line: 411 and 13.0)."""
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.crawl._ports import Ticket, Wait
+    from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+    politeness = PolitenessSettings(
+        initial_delay_ms=1000, initial_concurrency=8, max_concurrency=8, aimd=False, max_local_wait_s=2.0
+    )
+    settings = CrawlSettings(start_urls=("https://shop.example/",), politeness=politeness)
+
+    async def main() -> list[Ticket | Wait]:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            gates = [PacingGate(client, table) for _ in range(3)]
+            await gates[0].store(settings).set_floor(HOST, 0)
+            got = await asyncio.gather(
+                *(g.acquire(HOST, settings, None, time.time()) for g in gates for _ in range(6))
+            )
+            return list(got)
+
+    got = asyncio.run(main())
+    waits = [g for g in got if isinstance(g, Wait)]
+    assert {w.reason for w in waits} == {"pacing"} and len(waits) >= 14, got
+    comes_back = sorted(w.until for w in waits)
+    gaps = [b - a for a, b in itertools.pairwise(comes_back)]
+    assert all(g >= 1.0 for g in gaps), comes_back
+
+
+def test_a_line_that_cannot_be_written_falls_back_to_this_containers_spread(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """Booking a turn is advice, not a grant: when the write fails, the deferral still comes back (spread among
+    this container's returns), and the record is never failed for it."""
+    from botocore.exceptions import ClientError
+
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.crawl._ports import Wait
+    from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+    politeness = PolitenessSettings(
+        initial_delay_ms=1000, initial_concurrency=8, max_concurrency=8, aimd=False, max_local_wait_s=2.0
+    )
+    settings = CrawlSettings(start_urls=("https://shop.example/",), politeness=politeness)
+
+    async def main() -> list[Any]:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            gate = PacingGate(client, table)
+            store = gate.store(settings)
+            await store.set_floor(HOST, 0)
+
+            async def throttled(*_: Any) -> tuple[float, ...]:
+                raise ClientError(
+                    {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem"
+                )
+
+            store.book_returns = throttled  # type: ignore[method-assign]
+            return list(
+                await asyncio.gather(*(gate.acquire(HOST, settings, None, time.time()) for _ in range(6)))
+            )
+
+    got = asyncio.run(main())
+    waits = sorted(g.until for g in got if isinstance(g, Wait))
+    assert len(waits) >= 3, got
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(waits)), waits

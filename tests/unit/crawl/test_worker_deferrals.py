@@ -8,6 +8,7 @@ batch is where a crash would lose the fetches made so far or strand the claims o
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
-from seolens_core.adapters.frontier_queue import Outgoing
+from seolens_core.adapters.frontier_queue import MAX_SQS_DELAY_S, Outgoing
 from seolens_core.adapters.urls import Claimed, FetchClaim, Journal
 from seolens_core.crawl import PageWorker, RobotsAnswer, Ticket, Wait, WorkerServices
 from seolens_core.crawl._worker import bfs_hold_s
@@ -333,3 +334,71 @@ def test_stored_rows_lose_their_crawl_id_and_the_batchs_rows_keep_it() -> None:
     rows = [{"crawl_id": "c1", "url": f"{SITE}/a", "status": 200}, {"url": f"{SITE}/b"}]
     assert _strip_internal(rows) == [{"url": f"{SITE}/a", "status": 200}, {"url": f"{SITE}/b"}]
     assert rows[0]["crawl_id"] == "c1"  # a retried flush groups the same rows by crawl again
+
+
+# --- not_before: a re-send further ahead than SQS can delay a message (15 minutes) says when it is due, so
+# its early return is sent on without asking the host again (a pacing return would lose its turn in the host's
+# line and join the end of it, over and over, on a host whose line is longer than 15 minutes).
+
+URL = f"{SITE}/page"
+MSG = FrontierMessage("c1", URL, url_key_hex(URL), 1)
+
+
+def test_a_re_send_beyond_the_sqs_delay_carries_its_time_and_a_nearer_one_does_not() -> None:
+    now = 1_000_000.0
+    far = Outgoing(MSG, now + 2_500.0)
+    assert far.delay_s(now) == MAX_SQS_DELAY_S
+    assert FrontierMessage.from_json(far.body(now)).not_before == now + 2_500.0
+    near = Outgoing(MSG, now + 600.0)
+    assert "nb" not in json.loads(near.body(now))
+    assert FrontierMessage.from_json(near.body(now)) == MSG
+
+
+@pytest.mark.parametrize("raw", ["x", True, -5, float("nan"), None, [1], {"a": 1}])
+def test_a_hostile_not_before_reads_as_none(raw: object) -> None:
+    body = json.loads(MSG.to_json()) | {"nb": raw}
+    assert FrontierMessage.from_json(json.dumps(body)).not_before == 0.0
+
+
+def _handle(message: FrontierMessage) -> tuple[list[tuple[str, list[str]]], list[Outgoing], int]:
+    log = _Log()
+    sent: list[Outgoing] = []
+    asks = 0
+
+    class Queue(_Queue):
+        async def send(self, outgoing: Sequence[Outgoing]) -> None:
+            sent.extend(outgoing)
+            await super().send(outgoing)
+
+    class Pacing(_Pacing):
+        async def acquire(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+            nonlocal asks
+            asks += 1
+            return await super().acquire(*args, **kwargs)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        claimed = asyncio.Event()
+        services = _services(
+            log,
+            Pacing(None, grant_all=True),
+            lambda settings, policy: _Fetcher(claimed, log),
+            queue=Queue(log),
+        )
+        batch = PageWorker(services).batch([("m0", message.to_json())], None)
+        await batch.handle("m0", message.to_json())
+
+    asyncio.run(main())
+    return log.events, sent, asks
+
+
+def test_a_message_back_before_its_time_is_sent_on_without_asking_the_host() -> None:
+    due = time.time() + 1_200.0
+    events, sent, asks = _handle(FrontierMessage("c1", URL, MSG.key, 1, not_before=due))
+    assert asks == 0 and not any(kind in ("claim", "fetch") for kind, _ in events), events
+    assert [(o.message.url, o.not_before) for o in sent] == [(URL, due)]
+
+
+def test_a_message_back_at_its_time_is_fetched() -> None:
+    events, sent, asks = _handle(FrontierMessage("c1", URL, MSG.key, 1, not_before=time.time() + 1.0))
+    assert asks == 1 and [kind for kind, _ in events] == ["claim", "fetch", "finish"], events
+    assert sent == []
