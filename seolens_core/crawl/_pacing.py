@@ -205,7 +205,10 @@ class PacingGate:
                 on_granted=on_granted,
             )
 
-        reservation = await ask()
+        # The host's next start only ever moves later: one seen beyond the local wait means a reservation would
+        # fail for sure. Take a turn in the line without that write.
+        futile = turn_out_of_reach(store.outlook(origin), 0, self._clock(), deadline)
+        reservation = futile if futile is not None else await ask()
         # All slots leased: the holders are usually waiting for their start or finishing a quick fetch, so
         # a slot frees within the local wait; re-asking beats a re-delivery. One waiter of this container
         # re-asks at a time (the others queue behind it): every re-ask is a conditional write on the host's

@@ -1007,3 +1007,34 @@ def test_a_line_that_cannot_be_written_falls_back_to_this_containers_spread(
     waits = sorted(g.until for g in got if isinstance(g, Wait))
     assert len(waits) >= 3, got
     assert all(b - a >= 1.0 for a, b in itertools.pairwise(waits)), waits
+
+
+def test_a_caller_whose_host_is_seen_busy_beyond_its_wait_books_a_turn_without_asking(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """A host's next start only moves later, so once this container has seen it beyond a caller's local wait,
+    a reservation would fail for sure: the caller takes its turn in the line with the booking write alone (it
+    cost a failed reservation write first)."""
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.crawl._ports import Wait
+    from seolens_core.settings import CrawlSettings, PolitenessSettings
+
+    politeness = PolitenessSettings(
+        initial_delay_ms=5000, initial_concurrency=8, max_concurrency=8, aimd=False, max_local_wait_s=2.0
+    )
+    settings = CrawlSettings(start_urls=("https://shop.example/",), politeness=politeness)
+
+    async def main() -> tuple[Counter[str], Any]:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            gate = PacingGate(client, table)
+            store = gate.store(settings)
+            await store.set_floor(HOST, 0)
+            await asyncio.gather(*(gate.acquire(HOST, settings, None, time.time()) for _ in range(6)))
+            before = Counter(store.calls)
+            late = await gate.acquire(HOST, settings, None, time.time())
+            return Counter(store.calls) - before, late
+
+    calls, late = asyncio.run(main())
+    assert isinstance(late, Wait) and late.reason == "pacing", late
+    assert calls == Counter({"UpdateItem": 1}), calls
