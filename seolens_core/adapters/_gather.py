@@ -50,8 +50,10 @@ class CallGroup(Generic[T, R]):
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def call(self, item: T) -> R:
+        loop = asyncio.get_running_loop()
+        if self._pending is not None and self._pending[1].get_loop() is not loop:
+            self._pending = None  # opened on a loop that stopped before its run (a cut-off invocation)
         if self._pending is None:
-            loop = asyncio.get_running_loop()
             self._pending = ([], loop.create_future())
             task = loop.create_task(self._run_later(self._pending))
             self._tasks.add(task)

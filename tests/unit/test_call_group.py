@@ -85,3 +85,31 @@ def test_single_flight_gives_every_caller_the_error_and_survives_a_new_event_loo
         return 7
 
     assert asyncio.run(flight.run("k", ok)) == 7  # another loop (as in a warm Lambda container)
+
+
+def test_a_group_left_pending_by_a_dead_event_loop_does_not_capture_the_next_loops_callers() -> None:
+    """A warm container may run each invocation on a new event loop. A group whose loop stopped before it ran
+    (the invocation was cut off) must not take in callers of the next loop: its run never comes, and they
+    would wait forever."""
+    runs: list[list[int]] = []
+
+    async def run(items: list[int]) -> list[int]:
+        runs.append(items)
+        return [i + 1 for i in items]
+
+    group: CallGroup[int, int] = CallGroup(run, window_s=0.05)
+
+    async def cut_off() -> None:
+        caller = asyncio.ensure_future(group.call(1))
+        await asyncio.sleep(0)  # the group is open, its run not yet due
+        caller.cancel()
+
+    dead = asyncio.new_event_loop()
+    dead.run_until_complete(cut_off())
+    dead.close()
+
+    async def next_invocation() -> int:
+        return await asyncio.wait_for(group.call(5), 1.0)
+
+    assert asyncio.run(next_invocation()) == 6
+    assert runs == [[5]]
