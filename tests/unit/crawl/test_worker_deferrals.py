@@ -81,6 +81,18 @@ class _Queue:
         self.log.add("send", [o.message.url for o in outgoing])
 
 
+class _Recording(_Queue):
+    """A queue that also keeps every message sent, in `sent`."""
+
+    def __init__(self, log: _Log, sent: list[Outgoing]) -> None:
+        super().__init__(log)
+        self.sent = sent
+
+    async def send(self, outgoing: Sequence[Outgoing]) -> None:
+        self.sent.extend(outgoing)
+        await super().send(outgoing)
+
+
 class _Results:
     async def put_part(self, crawl_id: str, kind: str, part: str, rows: Any) -> str | None:
         return None
@@ -193,6 +205,20 @@ def _services(
     )
 
 
+def _granting(
+    log: _Log, sent: list[Outgoing], pacing: _Pacing | None = None, *, crawls: _Crawls | None = None
+) -> WorkerServices:
+    """Services whose pacing grants every record a slot and whose queue keeps what is sent in `sent`."""
+    claimed = asyncio.Event()
+    return _services(
+        log,
+        pacing or _Pacing(None, grant_all=True),
+        lambda settings, policy: _Fetcher(claimed, log),
+        crawls=crawls,
+        queue=_Recording(log, sent),
+    )
+
+
 def _run(
     pacing_kind: str,
     paths: Sequence[str],
@@ -279,20 +305,8 @@ def test_a_url_ahead_of_the_breadth_first_gate_comes_back_later_each_hold_then_i
             )
             return record, False
 
-    class Queue(_Queue):
-        async def send(self, outgoing: Sequence[Outgoing]) -> None:
-            sent.extend(outgoing)
-            await super().send(outgoing)
-
     async def main() -> float:
-        claimed = asyncio.Event()
-        services = _services(
-            log,
-            _Pacing(None, grant_all=True),
-            lambda settings, policy: _Fetcher(claimed, log),
-            crawls=Crawls(),
-            queue=Queue(log),
-        )
+        services = _granting(log, sent, crawls=Crawls())
         bodies = []
         for i, holds in enumerate((0, 2, 6)):
             url = f"{SITE}/deep{holds}"
@@ -365,11 +379,6 @@ def _handle(message: FrontierMessage) -> tuple[list[tuple[str, list[str]]], list
     sent: list[Outgoing] = []
     asks = 0
 
-    class Queue(_Queue):
-        async def send(self, outgoing: Sequence[Outgoing]) -> None:
-            sent.extend(outgoing)
-            await super().send(outgoing)
-
     class Pacing(_Pacing):
         async def acquire(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
             nonlocal asks
@@ -377,13 +386,7 @@ def _handle(message: FrontierMessage) -> tuple[list[tuple[str, list[str]]], list
             return await super().acquire(*args, **kwargs)  # type: ignore[arg-type]
 
     async def main() -> None:
-        claimed = asyncio.Event()
-        services = _services(
-            log,
-            Pacing(None, grant_all=True),
-            lambda settings, policy: _Fetcher(claimed, log),
-            queue=Queue(log),
-        )
+        services = _granting(log, sent, Pacing(None, grant_all=True))
         batch = PageWorker(services).batch([("m0", message.to_json())], None)
         await batch.handle("m0", message.to_json())
 
