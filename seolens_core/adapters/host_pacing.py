@@ -60,6 +60,9 @@ from seolens_core.politeness import (
 )
 
 KIND = "PACE"
+LINE_MAX_AHEAD_S = 900.0
+"""A line of pacing returns whose end is further ahead than this (SQS's longest delay) is started over: on a
+live line that long, the turns are held by duplicates or by messages nobody will bring back."""
 CATCH_UP_WINDOWS = 4
 """Most extra windows one release closes after the one it filled (a closer died: see `_closes_window`)."""
 FORMAT = 2
@@ -355,15 +358,18 @@ class HostPacingStore:
         self._seen(host, stored.state.next_allowed_at)
         return stored.state
 
-    async def book_returns(self, host: str, earliest: float, count: int) -> tuple[float, ...]:
-        """Come-back times for `count` requests deferred for pacing: one step apart, behind every return
-        booked on the host before (by any container) and not before `earliest`.
+    async def book_returns(self, host: str, earliest: float, count: int, *, line: str) -> tuple[float, ...]:
+        """Come-back times for `count` requests of crawl `line` deferred for pacing: one step apart, behind
+        every return booked on the host before and not before `earliest`.
 
         The host's deferred requests form one line (`returns_at`, the end of it): each comes back when its
         turn is near, instead of all of them asking for the same next slot, one winning and the others
-        going round again (ten containers of ten records on a paced host: ~20 re-sends a fetched page). The
-        line only says when to ask again; every start is still granted by `reserve`. One UpdateItem; two
-        when the line is empty or behind `earliest`. A host without spacing has no line: `earliest` each.
+        going round again (ten containers of ten records on a paced host: ~8 re-sends a fetched page). The
+        line only says when to ask again; every start is still granted by `reserve`. Turns whose holders
+        never come back (a cancelled crawl, duplicate deliveries) are not known, so a line is started over
+        when another crawl books (`line_crawl`: its turns would only delay this one) or when its end is
+        further ahead than `LINE_MAX_AHEAD_S`. One UpdateItem; two when the line starts over. A host without
+        spacing has no line: `earliest` each.
         """
         if count < 1:
             raise ValueError("count must be >= 1")
@@ -371,13 +377,14 @@ class HostPacingStore:
         step = seen.step if seen is not None else 0.0
         if step <= 0:
             return (earliest,) * count
-        values = {":span": _num(count * step), ":earliest": _num(earliest)}
+        cap = _num(self._clock() + LINE_MAX_AHEAD_S)
+        values = {":span": _num(count * step), ":earliest": _num(earliest), ":cap": cap, ":line": {"S": line}}
         for _ in range(self._max_attempts):
             try:
                 response = await self._update(
                     host,
                     "SET returns_at = returns_at + :span",
-                    condition="returns_at >= :earliest",
+                    condition="returns_at BETWEEN :earliest AND :cap AND line_crawl = :line",
                     values=values,
                     returns="UPDATED_NEW",
                 )
@@ -388,9 +395,15 @@ class HostPacingStore:
                 try:
                     await self._update(
                         host,
-                        "SET returns_at = :end",
-                        condition="attribute_not_exists(returns_at) OR returns_at < :earliest",
-                        values={":end": _num(earliest + count * step), ":earliest": values[":earliest"]},
+                        "SET returns_at = :end, line_crawl = :line",
+                        condition="attribute_not_exists(returns_at) OR attribute_not_exists(line_crawl)"
+                        " OR NOT (returns_at BETWEEN :earliest AND :cap AND line_crawl = :line)",
+                        values={
+                            ":end": _num(earliest + count * step),
+                            ":earliest": values[":earliest"],
+                            ":cap": cap,
+                            ":line": values[":line"],
+                        },
                     )
                 except _ConditionFailed:
                     continue  # another container started the line meanwhile: join it

@@ -149,7 +149,7 @@ class PacingGate:
         self._seen_window: dict[str, float] = {}
         self._returns_at: dict[str, list[float]] = {}
         """Per origin: when this container's pacing deferrals come back (those still away are spread)."""
-        self._bookings: dict[tuple[HostPacingStore, str], CallGroup[float, float]] = {}
+        self._bookings: dict[tuple[HostPacingStore, str, str], CallGroup[float, float]] = {}
 
     def store(self, settings: CrawlSettings) -> HostPacingStore:
         aimd = aimd_settings(settings.politeness)
@@ -179,6 +179,8 @@ class PacingGate:
         floor_s: float | None,
         now: float,
         on_granted: Callable[[], object] | None = None,
+        *,
+        crawl_id: str = "",
     ) -> Ticket | Wait:
         store = self.store(settings)
         pacing = self.coalesced(settings)
@@ -242,7 +244,8 @@ class PacingGate:
             line.remove(place)
         if isinstance(reservation, Deferred):
             if reservation.reason is DeferReason.PACING:
-                return Wait(until=await self._in_line(store, origin, reservation, settings), reason="pacing")
+                until = await self._in_line(store, origin, crawl_id, reservation, settings)
+                return Wait(until=until, reason="pacing")
             until = come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s)
             return Wait(until=until, reason=reservation.reason.value)
         self._leases[lease_id] = (pacing, lease_ttl_s)
@@ -251,18 +254,18 @@ class PacingGate:
         )
 
     async def _in_line(
-        self, store: HostPacingStore, origin: str, deferred: Deferred, settings: CrawlSettings
+        self, store: HostPacingStore, origin: str, crawl_id: str, deferred: Deferred, settings: CrawlSettings
     ) -> float:
         """When a pacing deferral comes back: its turn in the host's line of deferred requests, shared by
         every container (`HostPacingStore.book_returns`); the deferrals of this container made together book
         their turns in one write. If the line cannot be written, this container's own returns are spread."""
-        group = self._bookings.get((store, origin))
+        group = self._bookings.get((store, origin, crawl_id))
         if group is None:
 
             async def book(earliest: list[float]) -> tuple[float, ...]:
-                return await store.book_returns(origin, max(earliest), len(earliest))
+                return await store.book_returns(origin, max(earliest), len(earliest), line=crawl_id)
 
-            group = self._bookings[(store, origin)] = CallGroup(book, BOOK_GATHER_S)
+            group = self._bookings[(store, origin, crawl_id)] = CallGroup(book, BOOK_GATHER_S)
         wait = settings.politeness.max_local_wait_s
         try:
             turn = await group.call(deferred.until)
@@ -413,6 +416,7 @@ async def paced_fetch(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     claim: None = None,
+    crawl_id: str = "",
 ) -> PacedFetch | Wait: ...
 
 
@@ -428,6 +432,7 @@ async def paced_fetch(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     claim: Callable[[], Awaitable[bool]],
+    crawl_id: str = "",
 ) -> PacedFetch | Wait | Unclaimed: ...
 
 
@@ -442,6 +447,7 @@ async def paced_fetch(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     claim: Callable[[], Awaitable[bool]] | None = None,
+    crawl_id: str = "",
 ) -> PacedFetch | Wait | Unclaimed:
     """Fetch `url` in a pacing slot of `host` (every request to a host goes through here: pages and
     sitemaps; robots.txt has its own schedule).
@@ -475,7 +481,9 @@ async def paced_fetch(
         for attempt in range(LATE_RETRIES):
             if slot is None:
                 try:
-                    acquired = await pacing.acquire(host, settings, floor_s, clock(), start_claim)
+                    acquired = await pacing.acquire(
+                        host, settings, floor_s, clock(), start_claim, crawl_id=crawl_id
+                    )
                 except PacingContention:  # many workers on one host item: come back shortly, never fail
                     return Wait(until=clock() + 1.0, reason="contention")
                 if not isinstance(acquired, Ticket):

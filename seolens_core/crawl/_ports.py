@@ -62,9 +62,12 @@ class PacingPort(Protocol):
         floor_s: float | None,
         now: float,
         on_granted: Callable[[], object] | None = None,
+        *,
+        crawl_id: str = "",
     ) -> Ticket | Wait:
         """A slot (waited for until shortly before its start) or when to come back; `on_granted` runs as
-        soon as the slot is granted, so the caller's preparation overlaps the wait."""
+        soon as the slot is granted, so the caller's preparation overlaps the wait. `crawl_id`: whose
+        request it is (a pacing deferral takes a turn in that crawl's line of returns on the host)."""
         ...
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None: ...

@@ -120,7 +120,7 @@ class Seeder:
         return len(claimed.new)
 
     async def _polite_get(
-        self, url: str, origin: str, path: str, settings: CrawlSettings, fetcher: Fetcher
+        self, crawl_id: str, url: str, origin: str, path: str, settings: CrawlSettings, fetcher: Fetcher
     ) -> FetchResult | str | _NotNow:
         """The answer, a reason it will not be fetched (str), or a reason it cannot be fetched now."""
         s = self.s
@@ -135,7 +135,15 @@ class Seeder:
             if not answer.allowed:
                 return answer.reason or "disallowed by robots.txt"
             paced = await paced_fetch(
-                s.pacing, fetcher, url, origin, settings, answer.crawl_delay_s, clock=s.clock, sleep=_sleep
+                s.pacing,
+                fetcher,
+                url,
+                origin,
+                settings,
+                answer.crawl_delay_s,
+                clock=s.clock,
+                sleep=_sleep,
+                crawl_id=crawl_id,
             )
             if not isinstance(paced, PacedFetch):
                 if paced.until - now > 30:
@@ -162,7 +170,9 @@ class Seeder:
         if target is None:
             cursor["findings"].append({"url": url, "code": "ALERT_SITEMAP_INVALID_URL"})
             return None
-        got = await self._polite_get(target.url, target.origin, target.path_query, settings, fetcher)
+        got = await self._polite_get(
+            crawl_id, target.url, target.origin, target.path_query, settings, fetcher
+        )
         if isinstance(got, _NotNow):
             return got.reason
         if isinstance(got, str):

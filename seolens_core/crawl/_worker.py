@@ -537,6 +537,7 @@ class BatchRun:
             clock=s.clock,
             sleep=s.sleep,
             claim=take_claim,
+            crawl_id=msg.crawl_id,
         )
         if isinstance(paced, Unclaimed):
             assert claim is not None

@@ -908,9 +908,9 @@ def test_observations_are_stored_as_short_strings_and_older_entries_still_count(
 
 
 def test_returns_booked_on_a_host_form_one_line(moto_server: EmbeddedMoto) -> None:
-    """`book_returns` hands out come-back times one step apart, each behind every earlier booking, never before
-    the caller's `earliest`; a line left behind (its turns are past) starts again at `earliest`. A host
-    without spacing has no line, and neither has a host never seen (no item)."""
+    """`book_returns` hands out come-back times one step apart, each behind every earlier booking of the crawl,
+    never before the caller's `earliest`; a line left behind (its turns are past) starts again at `earliest`. A
+    host without spacing has no line, and neither has a host never seen (no item)."""
 
     async def main() -> None:
         async with dynamodb(moto_server) as client:
@@ -918,21 +918,52 @@ def test_returns_booked_on_a_host_form_one_line(moto_server: EmbeddedMoto) -> No
             clock = FakeClock()
             paced = AimdSettings(initial_delay_ms=1000, initial_concurrency=2, enabled=False)
             store = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
-            assert await store.book_returns(HOST, T0 + 5, 2) == (T0 + 5, T0 + 5)  # no item yet
+            assert await store.book_returns(HOST, T0 + 5, 2, line="c1") == (T0 + 5, T0 + 5)  # no item yet
             await store.set_floor(HOST, 0)
-            assert await store.book_returns(HOST, T0 + 5, 3) == (T0 + 5, T0 + 6, T0 + 7)
-            assert await store.book_returns(HOST, T0 + 5, 1) == (T0 + 8,)  # behind the three before
-            assert await store.book_returns(HOST, T0 + 20, 2) == (T0 + 20, T0 + 21)  # the line was behind
+            assert await store.book_returns(HOST, T0 + 5, 3, line="c1") == (T0 + 5, T0 + 6, T0 + 7)
+            assert await store.book_returns(HOST, T0 + 5, 1, line="c1") == (
+                T0 + 8,
+            )  # behind the three before
+            assert await store.book_returns(HOST, T0 + 20, 2, line="c1") == (
+                T0 + 20,
+                T0 + 21,
+            )  # line was behind
             other = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
             await other.get(HOST)
-            assert await other.book_returns(HOST, T0 + 5, 1) == (T0 + 22,)  # another container joins the line
+            assert await other.book_returns(HOST, T0 + 5, 1, line="c1") == (
+                T0 + 22,
+            )  # another container joins
             with pytest.raises(ValueError):
-                await store.book_returns(HOST, T0, 0)
+                await store.book_returns(HOST, T0, 0, line="c1")
             unspaced_host = "https://fast.example:443"
             fast = AimdSettings(initial_delay_ms=0, enabled=False)
             unspaced = HostPacingStore(client, table, settings=fast, clock=clock, start_guard_s=0.0)
             await unspaced.set_floor(unspaced_host, 0)
-            assert await unspaced.book_returns(unspaced_host, T0 + 5, 2) == (T0 + 5, T0 + 5)
+            assert await unspaced.book_returns(unspaced_host, T0 + 5, 2, line="c1") == (T0 + 5, T0 + 5)
+
+    asyncio.run(main())
+
+
+def test_a_line_of_turns_nobody_will_use_is_started_over(moto_server: EmbeddedMoto) -> None:
+    """Turns are advice held by messages the store never sees again: a line left by another crawl (cancelled,
+    or finished with duplicate copies still in line) would make this crawl's returns wait behind it, and so
+    would a line run away with duplicates. Another crawl's line, and a line ending more than SQS's longest
+    delay ahead, are started over at the caller's `earliest`. (The heavy crash test hung on the first: a demo
+    crawl under throttling and duplicate deliveries left a line beyond 15 minutes on a host the next crawl
+    used, and that crawl's returns all came back after the longest SQS delay.)"""
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            clock = FakeClock()
+            paced = AimdSettings(initial_delay_ms=1000, initial_concurrency=2, enabled=False)
+            store = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
+            await store.set_floor(HOST, 0)
+            assert (await store.book_returns(HOST, T0 + 5, 600, line="old"))[-1] == T0 + 604
+            assert await store.book_returns(HOST, T0 + 5, 1, line="new") == (T0 + 5,)  # not behind "old"
+            assert await store.book_returns(HOST, T0 + 5, 1, line="new") == (T0 + 6,)
+            await store.book_returns(HOST, T0 + 5, 895, line="new")  # the line now ends at T0 + 902
+            assert await store.book_returns(HOST, T0 + 5, 1, line="new") == (T0 + 5,)  # beyond 900 s: over
 
     asyncio.run(main())
 
@@ -993,7 +1024,7 @@ def test_a_line_that_cannot_be_written_falls_back_to_this_containers_spread(
             store = gate.store(settings)
             await store.set_floor(HOST, 0)
 
-            async def throttled(*_: Any) -> tuple[float, ...]:
+            async def throttled(*_: Any, **__: Any) -> tuple[float, ...]:
                 raise ClientError(
                     {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "UpdateItem"
                 )

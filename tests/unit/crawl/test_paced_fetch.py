@@ -57,6 +57,8 @@ class FakePacing:
         floor_s: float | None,
         now: float,
         on_granted: Callable[[], object] | None = None,
+        *,
+        crawl_id: str = "",
     ) -> Ticket | Wait:
         slot = self.slots.pop(0)
         if isinstance(slot, Exception):

@@ -130,6 +130,8 @@ class _Pacing:
         floor_s: float | None,
         now: float,
         on_granted: Callable[[], object] | None = None,
+        *,
+        crawl_id: str = "",
     ) -> Ticket | Wait:
         if self.granting or self.grant_all:
             self.granting = False
