@@ -38,7 +38,7 @@ class Outgoing:
 
     def body(self, now: float) -> str:
         """The message to send; one further ahead than SQS can delay it carries `not_before`, so that it is
-        sent on when it comes back early instead of being handled (and re-queued at the end of a line)."""
+        sent on when it comes back early instead of asking the host again (a long Retry-After block)."""
         if self.not_before - now > MAX_SQS_DELAY_S:
             return replace(self.message, not_before=self.not_before).to_json()
         return self.message.to_json()
