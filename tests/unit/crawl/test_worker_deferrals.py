@@ -353,8 +353,8 @@ def test_stored_rows_lose_their_crawl_id_and_the_batchs_rows_keep_it() -> None:
 
 
 # --- not_before: a re-send further ahead than SQS can delay a message (15 minutes) says when it is due, so
-# its early return is sent on without asking the host again (a pacing return would lose its turn in the host's
-# line and join the end of it, over and over, on a host whose line is longer than 15 minutes).
+# its early return is sent on without asking the host again (a URL behind an hour-long Retry-After block would
+# otherwise ask every 15 minutes).
 
 URL = f"{SITE}/page"
 MSG = FrontierMessage("c1", URL, url_key_hex(URL), 1)
