@@ -907,6 +907,13 @@ def test_observations_are_stored_as_short_strings_and_older_entries_still_count(
     asyncio.run(main())
 
 
+async def _paced_1s(client: Any) -> HostPacingStore:
+    """A store on a fresh table whose hosts are paced at 1 s (no start guard), on a fake clock at T0."""
+    table = await create_hosts_table(client)
+    paced = AimdSettings(initial_delay_ms=1000, initial_concurrency=2, enabled=False)
+    return HostPacingStore(client, table, settings=paced, clock=FakeClock(), start_guard_s=0.0)
+
+
 def test_returns_booked_on_a_host_form_one_line(moto_server: EmbeddedMoto) -> None:
     """`book_returns` hands out come-back times one step apart, each behind every earlier booking of the crawl,
     never before the caller's `earliest`; a line left behind (its turns are past) starts again at `earliest`. A
@@ -914,10 +921,8 @@ def test_returns_booked_on_a_host_form_one_line(moto_server: EmbeddedMoto) -> No
 
     async def main() -> None:
         async with dynamodb(moto_server) as client:
-            table = await create_hosts_table(client)
-            clock = FakeClock()
-            paced = AimdSettings(initial_delay_ms=1000, initial_concurrency=2, enabled=False)
-            store = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
+            store = await _paced_1s(client)
+            table, clock, paced = store._table, store._clock, store._settings
             assert await store.book_returns(HOST, T0 + 5, 2, line="c1") == (T0 + 5, T0 + 5)  # no item yet
             await store.set_floor(HOST, 0)
             assert await store.book_returns(HOST, T0 + 5, 3, line="c1") == (T0 + 5, T0 + 6, T0 + 7)
@@ -948,16 +953,12 @@ def test_a_line_of_turns_nobody_will_use_is_started_over(moto_server: EmbeddedMo
     """Turns are advice held by messages the store never sees again: a line left by another crawl (cancelled,
     or finished with duplicate copies still in line) would make this crawl's returns wait behind it, and so
     would a line run away with duplicates. Another crawl's line, and a line ending more than SQS's longest
-    delay ahead, are started over at the caller's `earliest`. (The heavy crash test hung on the first: a demo
-    crawl under throttling and duplicate deliveries left a line beyond 15 minutes on a host the next crawl
-    used, and that crawl's returns all came back after the longest SQS delay.)"""
+    delay ahead, are started over at the caller's `earliest`. (Found as a likely cause when the heavy crash test
+    hung once with every return away for the longest SQS delay.)"""
 
     async def main() -> None:
         async with dynamodb(moto_server) as client:
-            table = await create_hosts_table(client)
-            clock = FakeClock()
-            paced = AimdSettings(initial_delay_ms=1000, initial_concurrency=2, enabled=False)
-            store = HostPacingStore(client, table, settings=paced, clock=clock, start_guard_s=0.0)
+            store = await _paced_1s(client)
             await store.set_floor(HOST, 0)
             assert (await store.book_returns(HOST, T0 + 5, 600, line="old"))[-1] == T0 + 604
             assert await store.book_returns(HOST, T0 + 5, 1, line="new") == (T0 + 5,)  # not behind "old"
