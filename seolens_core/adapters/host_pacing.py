@@ -377,37 +377,36 @@ class HostPacingStore:
         step = seen.step if seen is not None else 0.0
         if step <= 0:
             return (earliest,) * count
-        cap = _num(self._clock() + LINE_MAX_AHEAD_S)
-        values = {":span": _num(count * step), ":earliest": _num(earliest), ":cap": cap, ":line": {"S": line}}
+        in_line = "returns_at BETWEEN :earliest AND :cap AND line_crawl = :line"
+        values = {
+            ":earliest": _num(earliest),
+            ":cap": _num(self._clock() + LINE_MAX_AHEAD_S),
+            ":line": {"S": line},
+        }
         for _ in range(self._max_attempts):
             try:
                 response = await self._update(
                     host,
                     "SET returns_at = returns_at + :span",
-                    condition="returns_at BETWEEN :earliest AND :cap AND line_crawl = :line",
-                    values=values,
+                    condition=in_line,
+                    values={**values, ":span": _num(count * step)},
                     returns="UPDATED_NEW",
                 )
                 end = float(response["Attributes"]["returns_at"]["N"])
             except _ConditionFailed as failed:
                 if failed.item is None:  # no host item: nobody is in line
                     return (earliest,) * count
+                end = earliest + count * step
                 try:
                     await self._update(
                         host,
                         "SET returns_at = :end, line_crawl = :line",
                         condition="attribute_not_exists(returns_at) OR attribute_not_exists(line_crawl)"
-                        " OR NOT (returns_at BETWEEN :earliest AND :cap AND line_crawl = :line)",
-                        values={
-                            ":end": _num(earliest + count * step),
-                            ":earliest": values[":earliest"],
-                            ":cap": cap,
-                            ":line": values[":line"],
-                        },
+                        f" OR NOT ({in_line})",
+                        values={**values, ":end": _num(end)},
                     )
                 except _ConditionFailed:
                     continue  # another container started the line meanwhile: join it
-                end = earliest + count * step
             first = end - count * step
             return tuple(round(first + i * step, 6) for i in range(count))
         raise PacingContention(f"{self._max_attempts} attempts to book returns on {host}")

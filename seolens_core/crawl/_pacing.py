@@ -416,7 +416,7 @@ async def paced_fetch(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     claim: None = None,
-    crawl_id: str = "",
+    crawl_id: str,
 ) -> PacedFetch | Wait: ...
 
 
@@ -432,7 +432,7 @@ async def paced_fetch(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     claim: Callable[[], Awaitable[bool]],
-    crawl_id: str = "",
+    crawl_id: str,
 ) -> PacedFetch | Wait | Unclaimed: ...
 
 
@@ -447,7 +447,7 @@ async def paced_fetch(
     clock: Callable[[], float],
     sleep: Callable[[float], Awaitable[object]],
     claim: Callable[[], Awaitable[bool]] | None = None,
-    crawl_id: str = "",
+    crawl_id: str,
 ) -> PacedFetch | Wait | Unclaimed:
     """Fetch `url` in a pacing slot of `host` (every request to a host goes through here: pages and
     sitemaps; robots.txt has its own schedule).

@@ -965,6 +965,13 @@ def test_a_line_of_turns_nobody_will_use_is_started_over(moto_server: EmbeddedMo
             assert await store.book_returns(HOST, T0 + 5, 1, line="new") == (T0 + 6,)
             await store.book_returns(HOST, T0 + 5, 895, line="new")  # the line now ends at T0 + 902
             assert await store.book_returns(HOST, T0 + 5, 1, line="new") == (T0 + 5,)  # beyond 900 s: over
+            item = await client.get_item(
+                TableName=store._table, Key={"host": {"S": HOST}, "kind": {"S": "PACE"}}
+            )
+            assert (item["Item"]["returns_at"], item["Item"]["line_crawl"]) == (
+                {"N": str(T0 + 6)},
+                {"S": "new"},
+            )
 
     asyncio.run(main())
 

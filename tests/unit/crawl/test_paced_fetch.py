@@ -133,6 +133,7 @@ def _run(
             clock=clock,
             sleep=clock.sleep,
             claim=claim,  # type: ignore[arg-type]
+            crawl_id="c1",
         )
     )
 
