@@ -14,7 +14,8 @@ Billed-unit rules (AWS pricing pages, us-east-1, Standard queues / on-demand tab
   transaction puts is counted per started KB (the meter sizes it from the request: batch journals are tens
   of KB); an update or delete per started KB of the item its answer returns (a busy host's pacing item),
   one unit when it returns none (a lower bound: AWS bills the stored item's size). `batch_items` carries
-  these mean units per call for single-item writes too.
+  these mean units per call for single-item writes too. Writes to global secondary indexes are billed as
+  writes too (`index_write_units`: the meter counts them where it knows the tables' indexes).
 - S3: PUT/COPY/POST/LIST at the PUT price, GET/HEAD/other reads at the GET price.
 - Lambda: requests plus GB-seconds; Step Functions Standard: state transitions.
 """
@@ -89,6 +90,7 @@ class Usage:
     calls: Mapping[str, int]
     batch_items: Mapping[str, float] = field(default_factory=dict)
     sqs_chunks_per_call: float = 1.0
+    index_write_units: float = 0.0
     lambda_invocations: int = 0
     lambda_gb_seconds: float = 0.0
     sfn_transitions: int = 0
@@ -98,6 +100,7 @@ class Usage:
 class BilledUnits:
     sqs_requests: float = 0.0
     dynamodb_wru: float = 0.0
+    dynamodb_index_wru: float = 0.0
     dynamodb_rru: float = 0.0
     s3_put_requests: float = 0.0
     s3_get_requests: float = 0.0
@@ -178,6 +181,7 @@ def billed_units(usage: Usage) -> BilledUnits:
     return BilledUnits(
         sqs_requests=sqs,
         dynamodb_wru=wru,
+        dynamodb_index_wru=usage.index_write_units,
         dynamodb_rru=rru,
         s3_put_requests=s3_put,
         s3_get_requests=s3_get,
@@ -192,7 +196,7 @@ def cost_of(units: BilledUnits, prices: PriceList = LIST_PRICES) -> Cost:
     return Cost(
         sqs=units.sqs_requests * prices.sqs_per_million_requests / 1e6,
         dynamodb=(
-            units.dynamodb_wru * prices.dynamodb_per_million_wru
+            (units.dynamodb_wru + units.dynamodb_index_wru) * prices.dynamodb_per_million_wru
             + units.dynamodb_rru * prices.dynamodb_per_million_rru
         )
         / 1e6,

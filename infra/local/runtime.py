@@ -24,7 +24,8 @@ from infra.local.deploy import DeployedStack, deploy_template
 from infra.local.esm import EventSourceMapping
 from infra.local.lambda_host import LambdaHost
 from infra.local.moto_server import REGION, EmbeddedMoto, start_moto_server
-from seolens_core.adapters._metering import GLOBAL_METER
+from seolens_core.adapters._metering import GLOBAL_METER, INDEX_WRITES
+from seolens_core.adapters._stored_units import TableSchema
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.bootstrap import container, reset_container
 from seolens_core.costs import LIST_PRICES, Usage, billed_units, cost_of
@@ -76,6 +77,7 @@ class LocalCloud:
         os.environ["AWS_ENDPOINT_URL"] = self.endpoint_url
         self.stack = deploy_template(self.endpoint_url, self._template, self._stack_name, self._parameters)
         self._disable_moto_triggers()
+        self._meter_tables()
         self.host = LambdaHost(self.stack)
         self.host.apply_environment()
         return self
@@ -95,6 +97,17 @@ class LocalCloud:
         client = boto3.client("lambda", endpoint_url=self.endpoint_url, region_name=self.stack.region)
         for mapping in self.stack.event_source_mappings:
             client.update_event_source_mapping(UUID=mapping.uuid, Enabled=False)
+
+    def _meter_tables(self) -> None:
+        """Tell the call meter the deployed tables' keys and indexes, so a crawl's cost counts index writes."""
+        assert self.stack is not None
+        client = boto3.client("dynamodb", endpoint_url=self.endpoint_url, region_name=self.stack.region)
+        GLOBAL_METER.know_tables(
+            {
+                name: TableSchema.from_description(client.describe_table(TableName=name)["Table"])
+                for name in self.stack.table_names.values()
+            }
+        )
 
     def stop(self) -> None:
         reset_container()
@@ -256,6 +269,7 @@ def crawl_cost(
     usage = Usage(
         calls=calls,
         batch_items=per_call,
+        index_write_units=(items or {}).get(INDEX_WRITES, 0.0),
         lambda_invocations=sum(invocations.values()),
         lambda_gb_seconds=gb_seconds,
         sfn_transitions=transitions,

@@ -7,6 +7,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from seolens_core.adapters._stored_units import ItemWrite, StoredItems, TableSchema, write_units
+
+INDEX_WRITES = "dynamodb.IndexWrites"
+"""The `items()` key of the write units global secondary indexes consumed (not an API call)."""
+_WRITES = "seolens.writes"
+_READ = "seolens.read"
+_WHOLE = ("ALL_NEW", "ALL_OLD")
+
 
 def batch_size(operation: str, params: Any) -> float | None:
     """Billed items a DynamoDB batch or transaction call (or a PutItem) carries, None for other calls.
@@ -39,41 +47,20 @@ def batch_size(operation: str, params: Any) -> float | None:
     return None
 
 
+def answered_item(parsed: Any) -> Mapping[str, Any] | None:
+    """The item a single write's answer carries (`Attributes`, or the item a failed condition returns)."""
+    item = parsed.get("Attributes") or parsed.get("Item") if isinstance(parsed, dict) else None
+    return item if isinstance(item, dict) and item else None
+
+
 def answered_write_units(operation: str, parsed: Any) -> int | None:
     """Write units of an UpdateItem or DeleteItem, sized from the item its answer carries (ALL_NEW / ALL_OLD,
     or the item a failed condition returns): AWS bills the larger of the item before and after, so this is
     exact for deletes and close for updates. Without an item in the answer: 1 (a lower bound)."""
     if operation not in ("UpdateItem", "DeleteItem"):
         return None
-    item = parsed.get("Attributes") or parsed.get("Item") if isinstance(parsed, dict) else None
-    return write_units(item) if isinstance(item, dict) and item else 1
-
-
-def write_units(item: Mapping[str, Any]) -> int:
-    """DynamoDB write units of putting `item` (API form, {"name": {"S": ...}}): one per started KB."""
-    return max(1, -(-item_size(item) // 1024))
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    """Bytes DynamoDB counts for an item: attribute names plus values (numbers approximated by their digits)."""
-    return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: Mapping[str, Any]) -> int:
-    (kind, v), *_ = value.items()
-    if kind == "S":
-        return len(str(v).encode("utf-8"))
-    if kind == "N":
-        return len(str(v)) // 2 + 1
-    if kind == "B":
-        return len(v) if isinstance(v, bytes | bytearray) else len(str(v))
-    if kind in ("SS", "NS", "BS"):
-        return sum(_value_size({kind[0]: x}) for x in v)
-    if kind == "L":
-        return 3 + sum(1 + _value_size(x) for x in v)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(x) for k, x in v.items())
-    return 1  # BOOL, NULL
+    item = answered_item(parsed)
+    return write_units(item) if item else 1
 
 
 class CallMeter:
@@ -85,6 +72,13 @@ class CallMeter:
         self._calls: Counter[str] = Counter()
         self._items: dict[str, float] = {}  # half units: eventually consistent reads
         self._listeners: list[Callable[[str, str, Mapping[str, Any]], None]] = []
+        self._stored: StoredItems | None = None
+
+    def know_tables(self, schemas: Mapping[str, TableSchema]) -> None:
+        """Also count what these tables' writes bill beyond the request: the stored item's size for updates
+        and deletes, and their global secondary indexes (`INDEX_WRITES`). Without it (in Lambda), neither."""
+        with self._lock:
+            self._stored = StoredItems(dict(schemas)) if schemas else None
 
     def attach(self, client: Any) -> Any:
         service = client.meta.service_model.service_name
@@ -102,26 +96,72 @@ class CallMeter:
         return hook
 
     def _make_answer_hook(self, service: str) -> Any:
-        def hook(model: Any, parsed: Any = None, **_: Any) -> None:
+        def hook(model: Any, parsed: Any = None, context: Any = None, **_: Any) -> None:
+            ctx = context if isinstance(context, dict) else {}
+            writes, read_table = ctx.pop(_WRITES, None), ctx.pop(_READ, None)
+            answer = parsed if isinstance(parsed, dict) else {}
             units = answered_write_units(model.name, parsed)
+            if units is not None and writes and self._stored is not None:
+                units = max(units, self._stored.stored_units(writes[0][0]) or 1)
             if units is not None:
                 self._add_items(f"{service}.{model.name}", units)
+            if "Error" in answer:
+                return
+            if writes is not None:
+                self._applied(writes, answered_item(answer))
+            elif read_table and isinstance(answer.get("Item"), dict):
+                self._remember_read(read_table, answer["Item"])
 
         return hook
+
+    def _applied(self, writes: list[tuple[ItemWrite, bool]], answered: Mapping[str, Any] | None) -> None:
+        """Index units of writes that succeeded (`answered`: the item a single write's answer returned)."""
+        with self._lock:
+            if self._stored is None:
+                return
+            units = sum(self._stored.apply(w, answered if whole else None) for w, whole in writes)
+            if units:
+                self._items[INDEX_WRITES] = self._items.get(INDEX_WRITES, 0.0) + units
+
+    def _remember_read(self, table: str, item: Mapping[str, Any]) -> None:
+        with self._lock:
+            if self._stored is not None:
+                self._stored.read(table, item)
 
     def _add_items(self, key: str, units: float) -> None:
         with self._lock:
             self._items[key] = self._items.get(key, 0.0) + units
 
     def _make_items_hook(self, service: str) -> Any:
-        def hook(model: Any, params: Any = None, **_: Any) -> None:
+        def hook(model: Any, params: Any = None, context: Any = None, **_: Any) -> None:
             items = batch_size(model.name, params)  # the API parameters, before serialisation
+            if self._stored is not None and service == "dynamodb" and isinstance(params, dict):
+                items = self._planned(model.name, params, context, items)
             if items is not None:
                 self._add_items(f"{service}.{model.name}", items)
             for listener in list(self._listeners):
                 listener(service, model.name, params if isinstance(params, dict) else {})
 
         return hook
+
+    def _planned(
+        self, operation: str, params: dict[str, Any], context: Any, items: float | None
+    ) -> float | None:
+        """Keep the items this write names for its answer (index units count only once it succeeded); an
+        update or delete inside a batch or transaction is billed by the stored item's size as last seen."""
+        with self._lock:
+            if self._stored is None:
+                return items
+            writes = self._stored.writes(operation, params)
+            if items is not None and operation in ("BatchWriteItem", "TransactWriteItems"):
+                items += sum((self._stored.stored_units(w) or 1) - 1 for w in writes if w.item is None)
+        if isinstance(context, dict):
+            whole = params.get("ReturnValues") in _WHOLE
+            if writes:
+                context[_WRITES] = [(w, whole) for w in writes]
+            elif operation == "GetItem" and "ProjectionExpression" not in params:
+                context[_READ] = params.get("TableName")
+        return items
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:

@@ -6,7 +6,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from seolens_core.adapters._metering import CallMeter, batch_size, item_size, write_units
+from seolens_core.adapters._metering import CallMeter, batch_size
+from seolens_core.adapters._stored_units import item_size, write_units
 
 
 def test_batch_sizes_per_operation() -> None:

@@ -1,0 +1,140 @@
+"""Write units a request does not show: index writes and stored item sizes, on the template's own tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from infra.local.template import load_template
+from infra.local.runtime import TEMPLATE
+from seolens_core.adapters._metering import INDEX_WRITES, CallMeter
+from seolens_core.adapters._stored_units import StoredItems, TableSchema, touched_names
+from seolens_core.adapters.urls import UrlStore
+from seolens_core.frontier import FrontierMessage
+
+URLS, CRAWLS = "urls-t", "crawls-t"
+
+
+def _schemas() -> dict[str, TableSchema]:
+    resources = load_template(TEMPLATE)["Resources"]
+    return {
+        URLS: TableSchema.from_description(resources["UrlsTable"]["Properties"]),
+        CRAWLS: TableSchema.from_description(resources["CrawlsTable"]["Properties"]),
+    }
+
+
+def _units(stored: StoredItems, operation: str, params: dict[str, Any]) -> int:
+    return sum(stored.apply(w) for w in stored.writes(operation, params))
+
+
+def test_update_expressions_name_the_attributes_they_touch() -> None:
+    written, removed = touched_names(
+        "SET url_state = :done, #u = if_not_exists(#u, :url), m.a[2] = :x REMOVE pending_crawl, lease_until"
+        " ADD n_fetched :one, #c :two",
+        {"#u": "url", "#c": "n_links"},
+    )
+    assert written == {"url_state", "url", "m", "n_fetched", "n_links"}
+    assert removed == {"pending_crawl", "lease_until"}
+
+
+def test_schemas_come_from_the_template() -> None:
+    urls, crawls = _schemas()[URLS], _schemas()[CRAWLS]
+    assert urls.keys == ("crawl_id", "url_key")
+    (pending,) = urls.indexes
+    assert pending.keys == {"pending_crawl", "url_key"} and pending.projected == {"url", "depth", "host"}
+    (by_site,) = crawls.indexes
+    assert by_site.keys == {"site", "created_at"}
+
+
+def test_a_url_enters_and_leaves_the_pending_index_once_each() -> None:
+    store = UrlStore(None, URLS)
+    stored = StoredItems(_schemas())
+    msg = FrontierMessage(crawl_id="c1", url="https://a.test/x", key="00ff", depth=1, parent="p1")
+    claim = {"TransactItems": [{"Put": store._create(msg, "a.test", 1.0)}]}
+    assert _units(stored, "TransactWriteItems", claim) == 1
+    lease = store._lease_update(msg, 2.0, 60.0)  # url_state, lease_until: not in the index
+    assert _units(stored, "UpdateItem", lease) == 0
+    done = store._item(msg, "a.test", 3.0, done_outcome="fetched")
+    finish = {"RequestItems": {URLS: [{"PutRequest": {"Item": done}}]}}
+    assert _units(stored, "BatchWriteItem", finish) == 1  # leaves the index
+    assert _units(stored, "BatchWriteItem", finish) == 0  # already out of it
+    dead = {"TransactItems": [store.dead_letter_finish(msg, "a.test", "dead_letter")]}
+    assert _units(stored, "TransactWriteItems", dead) == 0
+
+
+def test_a_url_never_seen_is_taken_as_pending_when_finished() -> None:
+    store = UrlStore(None, URLS)
+    stored = StoredItems(_schemas())
+    msg = FrontierMessage(crawl_id="c1", url="https://a.test/y", key="01ff", depth=1)
+    dead = {"TransactItems": [store.dead_letter_finish(msg, "a.test", "dead_letter")]}
+    assert _units(stored, "TransactWriteItems", dead) == 1
+
+
+def test_an_index_of_every_attribute_copies_each_update_of_the_item() -> None:
+    stored = StoredItems(_schemas())
+    crawl = {
+        "crawl_id": {"S": "c1"},
+        "site": {"S": "https://a.test"},
+        "created_at": {"S": "2026-12-02T00:00:00Z"},
+        "settings": {"S": "x" * 2500},
+    }
+    assert _units(stored, "PutItem", {"TableName": CRAWLS, "Item": crawl}) == 3
+    add = {
+        "TableName": CRAWLS,
+        "Key": {"crawl_id": {"S": "c1"}},
+        "UpdateExpression": "ADD #c0 :v0",
+        "ExpressionAttributeNames": {"#c0": "n_fetched"},
+    }
+    (write,) = stored.writes("UpdateItem", add)
+    assert stored.stored_units(write) == 3  # the stored item's size, not the request's
+    assert stored.apply(write) == 3
+
+
+def test_the_meter_counts_index_writes_only_for_writes_that_succeeded() -> None:
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    meter = CallMeter()
+    meter.attach(client)
+    meter.know_tables(_schemas())
+    store = UrlStore(None, URLS)
+    msgs = [
+        FrontierMessage(crawl_id="c1", url=f"https://a.test/{i}", key=f"{i:04x}", depth=1) for i in range(3)
+    ]
+    claims = [{"Put": store._create(m, "a.test", 1.0)} for m in msgs]
+    crawl = {"crawl_id": {"S": "c1"}, "site": {"S": "s"}, "created_at": {"S": "t"}, "x": {"S": "y" * 1500}}
+    with Stubber(client) as stub:
+        stub.add_client_error("transact_write_items", "TransactionCanceledException", http_status_code=400)
+        stub.add_response("transact_write_items", {})
+        stub.add_response("put_item", {})
+        stub.add_response("transact_write_items", {})
+        with pytest.raises(client.exceptions.TransactionCanceledException):
+            client.transact_write_items(TransactItems=claims)  # cancelled: nothing written
+        client.transact_write_items(TransactItems=claims)
+        client.put_item(TableName=CRAWLS, Item=crawl)
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": CRAWLS,
+                        "Key": {"crawl_id": {"S": "c1"}},
+                        "UpdateExpression": "ADD n_fetched :one",
+                        "ExpressionAttributeValues": {":one": {"N": "1"}},
+                    }
+                }
+            ]
+        )
+    items = meter.items()
+    assert items[INDEX_WRITES] == 3 + 2 + 2  # three claims, the crawl put and its update (2 KB each)
+    # the update inside the transaction is billed by the stored item's size (2 KB), not as one unit
+    assert items["dynamodb.TransactWriteItems"] == 3 + 3 + 2
+    # without the tables' schemas (in Lambda), no index writes are counted
+    plain = CallMeter()
+    plain.attach(client)
+    with Stubber(client) as stub:
+        stub.add_response("transact_write_items", {})
+        client.transact_write_items(TransactItems=claims)
+    assert INDEX_WRITES not in plain.items()
