@@ -11,7 +11,7 @@ from botocore.stub import Stubber
 from infra.local.template import load_template
 from infra.local.runtime import TEMPLATE
 from seolens_core.adapters._metering import INDEX_WRITES, CallMeter
-from seolens_core.adapters._stored_units import StoredItems, TableSchema, touched_names
+from seolens_core.adapters._stored_units import SecondaryIndex, StoredItems, TableSchema, touched_names
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.frontier import FrontierMessage
 
@@ -73,24 +73,45 @@ def test_a_url_never_seen_is_taken_as_pending_when_finished() -> None:
     assert _units(stored, "TransactWriteItems", dead) == 1
 
 
-def test_an_index_of_every_attribute_copies_each_update_of_the_item() -> None:
-    stored = StoredItems(_schemas())
-    crawl = {
+def _crawl_item() -> dict[str, Any]:
+    return {
         "crawl_id": {"S": "c1"},
         "site": {"S": "https://a.test"},
         "created_at": {"S": "2026-12-02T00:00:00Z"},
+        "status": {"S": "RUNNING"},
         "settings": {"S": "x" * 2500},
     }
-    assert _units(stored, "PutItem", {"TableName": CRAWLS, "Item": crawl}) == 3
-    add = {
+
+
+def _counters_update() -> dict[str, Any]:
+    return {
         "TableName": CRAWLS,
         "Key": {"crawl_id": {"S": "c1"}},
         "UpdateExpression": "ADD #c0 :v0",
         "ExpressionAttributeNames": {"#c0": "n_fetched"},
     }
-    (write,) = stored.writes("UpdateItem", add)
+
+
+def test_an_index_of_every_attribute_copies_each_update_of_the_item() -> None:
+    every = TableSchema(("crawl_id",), (SecondaryIndex("all", frozenset({"site", "created_at"}), None),))
+    stored = StoredItems({CRAWLS: every})
+    assert _units(stored, "PutItem", {"TableName": CRAWLS, "Item": _crawl_item()}) == 3
+    (write,) = stored.writes("UpdateItem", _counters_update())
     assert stored.stored_units(write) == 3  # the stored item's size, not the request's
     assert stored.apply(write) == 3
+
+
+def test_the_crawls_index_copies_status_changes_not_counter_updates() -> None:
+    stored = StoredItems(_schemas())
+    assert _units(stored, "PutItem", {"TableName": CRAWLS, "Item": _crawl_item()}) == 1
+    assert _units(stored, "UpdateItem", _counters_update()) == 0
+    status = {
+        "TableName": CRAWLS,
+        "Key": {"crawl_id": {"S": "c1"}},
+        "UpdateExpression": "SET #s = :s",
+        "ExpressionAttributeNames": {"#s": "status"},
+    }
+    assert _units(stored, "UpdateItem", status) == 1
 
 
 def test_the_meter_counts_index_writes_only_for_writes_that_succeeded() -> None:
@@ -128,7 +149,7 @@ def test_the_meter_counts_index_writes_only_for_writes_that_succeeded() -> None:
             ]
         )
     items = meter.items()
-    assert items[INDEX_WRITES] == 3 + 2 + 2  # three claims, the crawl put and its update (2 KB each)
+    assert items[INDEX_WRITES] == 3 + 1  # three claims and the crawl put (its counter update: none)
     # the update inside the transaction is billed by the stored item's size (2 KB), not as one unit
     assert items["dynamodb.TransactWriteItems"] == 3 + 3 + 2
     # without the tables' schemas (in Lambda), no index writes are counted
