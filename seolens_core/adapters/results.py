@@ -2,14 +2,23 @@
 
 S3 rather than DynamoDB for page rows: one PUT per batch of pages instead of one write per page, and the
 report step streams the parts back in order; the reports people open are written beside them, through
-`open_file` (a multipart upload in bounded parts, so no output is ever held whole in memory).
+`open_file` (a multipart upload in bounded parts, so no output is ever held whole in memory). A worker
+batch's pages, pacing and links rows share one object (`put_batch`, under `parts/`); parts of one kind
+(`put_part`: seed and sitemap rows, and every kind before batch parts) are read alongside.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
+from seolens_core.adapters._batch_part import (
+    BATCH_KINDS,
+    HEAD_BYTES,
+    decode_head,
+    encode_batch,
+    section_bytes,
+)
 from seolens_core.adapters._json import dump_lines, load_lines
 
 # S3 multipart parts must be at least 5 MiB except the last one; 8 MiB keeps the part count of a 1M-page
@@ -83,8 +92,17 @@ class StreamingUpload:
         self._buffer = bytearray()
 
 
-def _prefix(crawl_id: str, kind: str) -> str:
+def kind_prefix(crawl_id: str, kind: str) -> str:
     return f"crawls/{crawl_id}/{kind}/"
+
+
+def batch_prefix(crawl_id: str) -> str:
+    """Where a crawl's batch parts are (it sorts after `links/`: a key cursor over both reads them in turn)."""
+    return kind_prefix(crawl_id, "parts")
+
+
+def _part_name(key: str) -> str:
+    return key.rsplit("/", 1)[-1]
 
 
 class ResultsStore:
@@ -98,7 +116,7 @@ class ResultsStore:
         body = dump_lines(rows)
         if not body:
             return None
-        key = f"{_prefix(crawl_id, kind)}{part_id}.jsonl"
+        key = f"{kind_prefix(crawl_id, kind)}{part_id}.jsonl"
         await self._client.put_object(
             Bucket=self._bucket, Key=key, Body=body, ContentType="application/x-ndjson"
         )
@@ -106,7 +124,7 @@ class ResultsStore:
 
     async def part_keys(self, crawl_id: str, kind: str) -> list[str]:
         keys: list[str] = []
-        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": _prefix(crawl_id, kind)}
+        kwargs: dict[str, Any] = {"Bucket": self._bucket, "Prefix": kind_prefix(crawl_id, kind)}
         while True:
             resp = await self._client.list_objects_v2(**kwargs)
             keys.extend(o["Key"] for o in resp.get("Contents", []))
@@ -114,19 +132,61 @@ class ResultsStore:
                 return sorted(keys)
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
 
+    async def put_batch(
+        self, crawl_id: str, part_id: str, sections: Mapping[str, Iterable[dict[str, Any]]]
+    ) -> str | None:
+        """One worker batch's rows of every kind in `BATCH_KINDS`, as one object (None: no rows at all)."""
+        body = encode_batch(sections)
+        if body is None:
+            return None
+        key = f"{batch_prefix(crawl_id)}{part_id}.jsonl"
+        await self._client.put_object(
+            Bucket=self._bucket, Key=key, Body=body, ContentType="application/x-ndjson"
+        )
+        return key
+
     async def rows(self, crawl_id: str, kind: str) -> AsyncIterator[dict[str, Any]]:
-        """Every row of every part of `kind`, streamed part by part, in key order (the listing is read one
-        page of 1,000 keys at a time, so neither the key list nor the rows are held)."""
-        prefix = _prefix(crawl_id, kind)
-        after: str | None = None
-        while keys := await self.list_keys(prefix, start_after=after, limit=1000):
-            for key in keys:
+        """Every row of every part of `kind`, streamed part by part, in part order (time, then name); for a
+        batch kind, batch parts and parts of that kind alike. The listings are read one page of 1,000 keys at
+        a time, so neither the key lists nor the rows are held."""
+        prefixes = [kind_prefix(crawl_id, kind)]
+        if kind in BATCH_KINDS:
+            prefixes.append(batch_prefix(crawl_id))
+        async for key in self._merged_keys(prefixes):
+            if key.startswith(batch_prefix(crawl_id)):
+                rows = await self.batch_rows(key, kind)
+            else:
                 resp = await self._client.get_object(Bucket=self._bucket, Key=key)
                 async with resp["Body"] as stream:
-                    data = await stream.read()
-                for row in load_lines(data):
-                    yield row
-            after = keys[-1]
+                    rows = load_lines(await stream.read())
+            for row in rows:
+                yield row
+
+    async def batch_rows(self, key: str, kind: str) -> list[Any]:
+        """The rows of `kind` in a batch part: the head of the object for the small kinds (one ranged GET,
+        a second one for a section that goes beyond it), the whole object for links."""
+        data = await (self.get_file(key) if kind == "links" else self.get_range(key, 0, HEAD_BYTES))
+        _, end = decode_head(data).get(kind, (0, 0))
+        if end > len(data) == HEAD_BYTES:
+            data += await self.get_range(key, len(data), end - len(data))
+        return load_lines(section_bytes(data, kind))
+
+    async def _merged_keys(self, prefixes: Sequence[str]) -> AsyncIterator[str]:
+        """The keys under every prefix, merged in part-name order, listing each 1,000 keys at a time."""
+        pending: list[list[str]] = [[] for _ in prefixes]
+        after: list[str | None] = [None] * len(prefixes)
+        done = [False] * len(prefixes)
+        while True:
+            for i, prefix in enumerate(prefixes):
+                if not pending[i] and not done[i]:
+                    pending[i] = await self.list_keys(prefix, start_after=after[i], limit=1000)
+                    done[i] = not pending[i]
+                    after[i] = pending[i][-1] if pending[i] else after[i]
+            heads = [(_part_name(keys[0]), i) for i, keys in enumerate(pending) if keys]
+            if not heads:
+                return
+            _, i = min(heads)
+            yield pending[i].pop(0)
 
     async def put_file(self, crawl_id: str, name: str, body: bytes, content_type: str) -> str:
         key = f"crawls/{crawl_id}/report/{name}"

@@ -86,7 +86,7 @@ class DeadLetterDrain:
         # The row first: a crash after it repeats both (the report keeps one row per URL); after the finish
         # a redelivered copy finds the URL done and writes nothing. A copy that finished the URL meanwhile
         # wins the report too, since any fetched, error or disallowed row outranks a dead letter.
-        await s.results.put_part(msg.crawl_id, "pages", part_id(s.clock()), [dead_letter_row(msg)])
+        await s.results.put_batch(msg.crawl_id, part_id(s.clock()), {"pages": [dead_letter_row(msg)]})
         url = normalize(msg.url)
         host = url.origin if isinstance(url, NormalizedURL) else ""
         won = await s.crawls.add_counters(
@@ -104,8 +104,8 @@ class DeadLetterDrain:
         outgoing: list[Outgoing] = []
         replay_journals([journal], pages, links, outgoing)
         part = part_id(s.clock())
-        writes = [s.results.put_part(journal.crawl_id, "pages", part, pages.get(journal.crawl_id, []))]
-        writes.append(s.results.put_part(journal.crawl_id, "links", part, links.get(journal.crawl_id, [])))
+        rows = {"pages": pages.get(journal.crawl_id, []), "links": links.get(journal.crawl_id, [])}
+        writes = [s.results.put_batch(journal.crawl_id, part, rows)]
         if outgoing:
             writes.append(s.queue.send(outgoing))
         await asyncio.gather(*writes)

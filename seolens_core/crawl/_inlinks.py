@@ -18,7 +18,8 @@ Layout (all under `crawls/{crawl_id}/inlinks/`):
   (8-byte unsigned, sorted), the frontier of the next level.
 - `cursor.json` -- the checkpoint of the loop (below).
 
-Map: one step reads link parts (`crawls/{id}/links/*.jsonl`) in key order, starting after the last key the
+Map: one step reads link rows (the links section of the batch parts `crawls/{id}/parts/*.jsonl`, after the
+link-only parts `crawls/{id}/links/*.jsonl` of earlier versions) in key order, starting after the last key the
 previous step read (S3 `StartAfter`, so neither the listing nor the state grows with the crawl), until it
 has seen `edge_budget` edges (at least one part), then writes at most `shards` objects. Memory per step is
 bounded by the edge budget plus one part (a worker batch: 10 pages).
@@ -63,7 +64,9 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from seolens_core.adapters._batch_part import section_bytes
 from seolens_core.adapters._json import dumps, load_lines, loads
+from seolens_core.adapters.results import batch_prefix, kind_prefix
 from seolens_core.urls import url_key
 
 Cursor = dict[str, Any]
@@ -85,6 +88,8 @@ class ObjectStore(Protocol):
 
     async def get_object(self, key: str) -> bytes | None: ...
 
+    async def batch_rows(self, key: str, kind: str) -> list[Any]: ...
+
 
 def shard_of(target: str, shards: int) -> int:
     """The stable shard of a target URL (the same on every machine and run)."""
@@ -101,6 +106,24 @@ def is_done(cursor: Cursor | None) -> bool:
 
 def _base(crawl_id: str) -> str:
     return f"crawls/{crawl_id}/inlinks/"
+
+
+def _link_prefixes(crawl_id: str) -> tuple[str, str]:
+    """Link-only parts, then batch parts: in key order, so one key cursor walks both."""
+    return kind_prefix(crawl_id, "links"), batch_prefix(crawl_id)
+
+
+async def _link_keys(store: ObjectStore, crawl_id: str, after: str | None, limit: int) -> list[str]:
+    """Up to `limit` keys of parts holding links, after `after`, in key order across both prefixes."""
+    keys: list[str] = []
+    for prefix in _link_prefixes(crawl_id):
+        if after is not None and after > prefix and not after.startswith(prefix):
+            continue  # the cursor is past every key of this prefix
+        start = after if after is not None and after.startswith(prefix) else None
+        keys += await store.list_keys(prefix, start_after=start, limit=limit - len(keys))
+        if len(keys) >= limit:
+            break
+    return keys
 
 
 def map_pairs(
@@ -152,8 +175,8 @@ class InlinkCounter:
         """Steps until done or until `budget_s` has passed (at least one step); checkpoints after each."""
         started = clock()
         cursor = cursor or start_cursor()
-        if is_done(cursor) and await self.store.list_keys(
-            f"crawls/{crawl_id}/links/", start_after=cursor["after"], limit=1
+        if is_done(cursor) and await _link_keys(
+            self.store, crawl_id, cursor["after"], 1
         ):  # parts written after the counts (a redriven crawl): map them, then reduce again
             cursor = {**cursor, "phase": "map"}
         while not is_done(cursor):
@@ -193,19 +216,21 @@ class InlinkCounter:
 
     async def _map(self, crawl_id: str, cursor: Cursor) -> Cursor:
         shards: int = cursor["shards"]
-        prefix = f"crawls/{crawl_id}/links/"
         after: str | None = cursor["after"]
         pairs: dict[int, dict[str, set[int]]] = {}
         seen = 0
         while seen < self.edge_budget:
-            keys = await self.store.list_keys(prefix, start_after=after, limit=_LIST_PAGE)
+            keys = await _link_keys(self.store, crawl_id, after, _LIST_PAGE)
             if not keys:
                 break
             for key in keys:
                 after = key
-                raw = await self.store.get_object(key)
-                rows = load_lines(raw or b"")
-                del raw
+                if key.startswith(_link_prefixes(crawl_id)[1]):
+                    rows = await self.store.batch_rows(key, "links")
+                else:
+                    raw = await self.store.get_object(key)
+                    rows = load_lines(raw or b"")
+                    del raw
                 seen += len(rows)
                 map_pairs(rows, shards, into=pairs)
                 if seen >= self.edge_budget:
@@ -327,3 +352,7 @@ class MemoryObjects:
     async def get_object(self, key: str) -> bytes | None:
         self.gets += 1
         return self.objects.get(key)
+
+    async def batch_rows(self, key: str, kind: str) -> list[Any]:
+        self.gets += 1
+        return load_lines(section_bytes(self.objects[key], kind))

@@ -187,16 +187,19 @@ class PageWorker:
         )
         # An earlier delivery's flush that crashed after its first write: its parts go out with this one's.
         replay_journals(list(republish.values()), by_crawl_pages, by_crawl_links, outgoing)
-        writes: list[Awaitable[Any]] = []
-        for crawl_id, rows in by_crawl_pages.items():
-            writes.append(self.s.results.put_part(crawl_id, "pages", part, _strip_internal(rows)))
-        for crawl_id, rows in by_crawl_links.items():
-            writes.append(self.s.results.put_part(crawl_id, "links", part, _strip_internal(rows)))
         timeline = self.s.pacing.drain_timeline()
         self.window_verdicts.update(w.verdict.value for windows in timeline.values() for w in windows)
         self._closed_windows.extend((origin, w) for origin, windows in timeline.items() for w in windows)
+        sections: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for crawl_id, rows in by_crawl_pages.items():
+            sections.setdefault(crawl_id, {})["pages"] = _strip_internal(rows)
+        for crawl_id, rows in by_crawl_links.items():
+            sections.setdefault(crawl_id, {})["links"] = _strip_internal(rows)
         for crawl_id, rows in _timeline_rows(timeline, finished).items():
-            writes.append(self.s.results.put_part(crawl_id, "pacing", part, rows))
+            sections.setdefault(crawl_id, {})["pacing"] = rows
+        writes: list[Awaitable[Any]] = [
+            self.s.results.put_batch(crawl_id, part, kinds) for crawl_id, kinds in sections.items()
+        ]
         if outgoing:
             writes.append(self.s.queue.send(outgoing))
         await asyncio.gather(*writes)

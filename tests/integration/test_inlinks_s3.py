@@ -36,7 +36,11 @@ def test_counts_on_s3_equal_count_inlinks_and_resume_from_the_checkpoint(control
             for _ in range(rng.randint(0, 8))
         ]
         all_rows += rows
-        app.run(results.put_part(crawl_id, "links", f"{part:013d}-abc", rows))
+        if part % 2:  # a worker batch's part, its links after its pages; the others: link-only parts
+            page_rows = [{"url": u, "status": 200} for u in pages]
+            app.run(results.put_batch(crawl_id, f"{part:013d}-abc", {"pages": page_rows, "links": rows}))
+        else:
+            app.run(results.put_part(crawl_id, "links", f"{part:013d}-abc", rows))
 
     counter = InlinkCounter(results, edge_budget=40, shards_per_step=2)
     invocations = 0
@@ -62,5 +66,6 @@ def test_counts_on_s3_equal_count_inlinks_and_resume_from_the_checkpoint(control
     assert len(map_steps) == invocations - 1 - 3  # the end-of-map step and 3 reduce steps write no map object
     assert app.run(results.get_object(f"crawls/{crawl_id}/inlinks/missing.json")) is None
     assert app.run(results.list_keys(f"crawls/{crawl_id}/links/", start_after=None, limit=7))[-1].endswith(
-        "0000000000006-abc.jsonl"
+        "0000000000012-abc.jsonl"
     )
+    assert len(app.run(results.list_keys(f"crawls/{crawl_id}/parts/"))) == 12

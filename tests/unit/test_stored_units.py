@@ -8,8 +8,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from infra.local.template import load_template
 from infra.local.runtime import TEMPLATE
+from infra.local.template import load_template
 from seolens_core.adapters._metering import INDEX_WRITES, CallMeter
 from seolens_core.adapters._stored_units import SecondaryIndex, StoredItems, TableSchema, touched_names
 from seolens_core.adapters.urls import UrlStore

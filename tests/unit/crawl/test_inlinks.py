@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from infra.local.asl import AslExecutor, substitute
+from seolens_core.adapters._batch_part import encode_batch
 from seolens_core.crawl._inlinks import InlinkCounter, MemoryObjects, is_done, start_cursor
 from seolens_core.crawl._report import count_inlinks
 
@@ -23,9 +24,14 @@ link = st.fixed_dictionaries(
 
 
 def put_parts(store: MemoryObjects, parts: list[list[dict[str, Any]]]) -> None:
+    """Link-only parts (as written before batch parts) and batch parts, alternately."""
     for i, rows in enumerate(parts):
-        body = "".join(json.dumps(r) + "\n" for r in rows).encode()
-        store.objects[f"crawls/{CRAWL}/links/{i:05d}-x.jsonl"] = body
+        if i % 2:
+            body = encode_batch({"pages": [{"url": f"u{i}"}], "links": rows}) or b""
+            store.objects[f"crawls/{CRAWL}/parts/{i:05d}-x.jsonl"] = body
+        else:
+            body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            store.objects[f"crawls/{CRAWL}/links/{i:05d}-x.jsonl"] = body
 
 
 def run_all(counter: InlinkCounter, shards: int) -> tuple[dict[str, Any], int]:
@@ -148,6 +154,13 @@ def test_parts_written_after_the_counts_are_mapped_on_the_next_run() -> None:
     again = asyncio.run(counter.run(CRAWL, asyncio.run(counter.load(CRAWL))))
     assert is_done(again) and again["step"] == done["step"] + 1
     assert counts(counter, 3, URLS) == {URLS[0]: 2}
+    # a worker batch's part after that: found past the link-only parts
+    batch = encode_batch({"links": [{"source": URLS[3], "target": URLS[0], "internal": True}]})
+    store.objects[f"crawls/{CRAWL}/parts/99999-late.jsonl"] = batch or b""
+    third = asyncio.run(counter.run(CRAWL, asyncio.run(counter.load(CRAWL))))
+    assert is_done(third) and third["after"].endswith("parts/99999-late.jsonl")
+    assert counts(counter, 3, URLS) == {URLS[0]: 3}
+    assert asyncio.run(counter.run(CRAWL, third)) == third  # nothing new: the cursor stays
 
 
 DEFINITION = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "crawl.asl.json"

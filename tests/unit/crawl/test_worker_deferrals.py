@@ -94,7 +94,7 @@ class _Recording(_Queue):
 
 
 class _Results:
-    async def put_part(self, crawl_id: str, kind: str, part: str, rows: Any) -> str | None:
+    async def put_batch(self, crawl_id: str, part: str, sections: Any) -> str | None:
         return None
 
 
