@@ -149,27 +149,41 @@ class ResultsStore:
         """Every row of every part of `kind`, streamed part by part, in part order (time, then name); for a
         batch kind, batch parts and parts of that kind alike. The listings are read one page of 1,000 keys at
         a time, so neither the key lists nor the rows are held."""
-        prefixes = [kind_prefix(crawl_id, kind)]
-        if kind in BATCH_KINDS:
-            prefixes.append(batch_prefix(crawl_id))
-        async for key in self._merged_keys(prefixes):
-            if key.startswith(batch_prefix(crawl_id)):
-                rows = await self.batch_rows(key, kind)
-            else:
+        async for _, row in self.rows_of(crawl_id, (kind,)):
+            yield row
+
+    async def rows_of(self, crawl_id: str, kinds: Sequence[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(kind, row) for every row of the `kinds`, as `rows` does for one: a batch part is read once for
+        all of them (within a part, kind by kind in the order given)."""
+        prefixes = {kind_prefix(crawl_id, kind): kind for kind in kinds}
+        batch = batch_prefix(crawl_id)
+        if any(kind in BATCH_KINDS for kind in kinds):
+            prefixes[batch] = ""
+        async for key in self._merged_keys(list(prefixes)):
+            kind = prefixes[key[: key.rfind("/") + 1]]
+            if kind:
                 resp = await self._client.get_object(Bucket=self._bucket, Key=key)
                 async with resp["Body"] as stream:
-                    rows = load_lines(await stream.read())
-            for row in rows:
-                yield row
+                    sections = {kind: load_lines(await stream.read())}
+            else:
+                sections = await self.batch_sections(key, [k for k in kinds if k in BATCH_KINDS])
+            for kind, rows in sections.items():
+                for row in rows:
+                    yield kind, row
 
     async def batch_rows(self, key: str, kind: str) -> list[Any]:
-        """The rows of `kind` in a batch part: the head of the object for the small kinds (one ranged GET,
-        a second one for a section that goes beyond it), the whole object for links."""
-        data = await (self.get_file(key) if kind == "links" else self.get_range(key, 0, HEAD_BYTES))
-        _, end = decode_head(data).get(kind, (0, 0))
-        if end > len(data) == HEAD_BYTES:
+        """The rows of `kind` in a batch part."""
+        return (await self.batch_sections(key, (kind,)))[kind]
+
+    async def batch_sections(self, key: str, kinds: Sequence[str]) -> dict[str, list[Any]]:
+        """The rows of each of `kinds` in a batch part: for the small kinds, the head of the object (one ranged
+        GET, a second one for what goes beyond it); with links, the whole object."""
+        whole = "links" in kinds
+        data = await (self.get_file(key) if whole else self.get_range(key, 0, HEAD_BYTES))
+        end = max((stop for kind, (_, stop) in decode_head(data).items() if kind in kinds), default=0)
+        if end > len(data) == HEAD_BYTES and not whole:
             data += await self.get_range(key, len(data), end - len(data))
-        return load_lines(section_bytes(data, kind))
+        return {kind: load_lines(section_bytes(data, kind)) for kind in kinds}
 
     async def _merged_keys(self, prefixes: Sequence[str]) -> AsyncIterator[str]:
         """The keys under every prefix, merged in part-name order, listing each 1,000 keys at a time."""

@@ -149,19 +149,20 @@ class Reporter:
         rows_spool = work.spool("rows")
         sitemap_spool = work.spool("sitemap")
         seq = 0
-        async for row in s.results.rows(crawl_id, "pages"):
-            await rows_spool.add(shard_of(row["url"], shards), [seq, "p", row])
-            seq += 1
+        timelines: dict[str, dict[float, dict[str, Any]]] = {}
+        async for kind, row in s.results.rows_of(crawl_id, ("pages", "pacing")):  # one read of each part
+            if kind == "pages":
+                await rows_spool.add(shard_of(row["url"], shards), [seq, "p", row])
+                seq += 1
+            else:
+                timelines.setdefault(row["origin"], {})[row["t"]] = {
+                    k: row.get(k)
+                    for k in ("t", "delay_ms", "concurrency", "error_rate", "n", "p95_ms", "verdict")
+                }
         async for row in s.results.rows(crawl_id, "sitemap"):
             await sitemap_spool.add(shard_of(row["url"], shards), [row["url"], row.get("lastmod")])
         await sitemap_spool.flush()
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
-        timelines: dict[str, dict[float, dict[str, Any]]] = {}
-        async for point in s.results.rows(crawl_id, "pacing"):
-            timelines.setdefault(point["origin"], {})[point["t"]] = {
-                k: point.get(k)
-                for k in ("t", "delay_ms", "concurrency", "error_rate", "n", "p95_ms", "verdict")
-            }
         pending, more_pending = await s.urls.pending(crawl_id, limit=100_000)
         n_pending = len(pending)
         for p in pending:

@@ -63,3 +63,31 @@ def test_pages_are_read_from_the_head_and_a_long_section_in_a_second_range(contr
     assert _gets() - before == 2  # the head, then the rest of the section
     assert app.run(results.batch_rows(key_b, "links")) == links
     assert app.run(results.size(key_b)) > HEAD_BYTES
+
+
+def test_pages_and_pacing_rows_come_from_one_read_of_each_part(control_cloud: LocalCloud) -> None:
+    del control_cloud
+    app = container()
+    results = app.results
+    crawl_id = f"parts-{uuid.uuid4().hex[:8]}"
+    links = [{"source": "u", "target": "t"}]
+    for i in range(1, 4):
+        sections = {"pages": [{"url": f"u{i}"}], "links": links}
+        if i != 2:
+            sections["pacing"] = [{"origin": "o", "t": i}]
+        app.run(results.put_batch(crawl_id, f"000000000000{i}-a", sections))
+    app.run(results.put_part(crawl_id, "pacing", "0000000000002-z", [{"origin": "o", "t": 2}]))
+
+    async def read() -> list[tuple[str, object]]:
+        return [(kind, row) async for kind, row in results.rows_of(crawl_id, ("pages", "pacing"))]
+
+    before = _gets()
+    assert app.run(read()) == [
+        ("pages", {"url": "u1"}),
+        ("pacing", {"origin": "o", "t": 1}),
+        ("pages", {"url": "u2"}),
+        ("pacing", {"origin": "o", "t": 2}),  # the single-kind part, between its neighbours by name
+        ("pages", {"url": "u3"}),
+        ("pacing", {"origin": "o", "t": 3}),
+    ]
+    assert _gets() - before == 4  # three batch parts and the pacing part, each read once
