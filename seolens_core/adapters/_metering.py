@@ -76,9 +76,12 @@ class CallMeter:
 
     def know_tables(self, schemas: Mapping[str, TableSchema]) -> None:
         """Also count what these tables' writes bill beyond the request: the stored item's size for updates
-        and deletes, and their global secondary indexes (`INDEX_WRITES`). Without it (in Lambda), neither."""
+        and deletes, and their global secondary indexes (`INDEX_WRITES`). Without it (in Lambda), neither; a
+        second call adds its tables and forgets what was seen of items."""
         with self._lock:
-            self._stored = StoredItems(dict(schemas)) if schemas else None
+            known = dict(self._stored.schemas) if self._stored is not None else {}
+            known.update(schemas)  # two local clouds in one process: both stacks' tables
+            self._stored = StoredItems(known) if known else None
 
     def attach(self, client: Any) -> Any:
         service = client.meta.service_model.service_name

@@ -27,6 +27,9 @@ JOURNAL_BODY = "~b-"
 TRANSACT_MAX_ITEMS = 100
 """DynamoDB's limit of actions per TransactWriteItems."""
 TRANSACT_ATTEMPTS = 4
+TRANSACT_MIN_ITEMS = 3
+"""Fewer writes than this go one conditional write each, concurrently: a transaction bills two write units
+an item, and for one or two items it saves at most one call (a polite crawl's batches are that small)."""
 JOURNAL_MAX_BYTES = 300_000
 """Compressed journal bodies above this are not stored (the batch then publishes before it finishes)."""
 
@@ -190,11 +193,16 @@ class UrlStore:
         One TransactWriteItems per 100 URLs instead of one conditional PutItem each: the existence check
         before it makes a lost condition rare, and when one is lost the cancellation reasons name exactly
         which, so the others go again without them (a transaction writes all or nothing). The price is two
-        write units per item instead of one; a call saved per new URL is worth more (issue 9's calls per page).
+        write units per item instead of one; a call saved per new URL is worth more (issue 9's calls per page),
+        except for one or two URLs (`TRANSACT_MIN_ITEMS`).
         """
         won = [False] * len(todo)
         for start in range(0, len(todo), TRANSACT_MAX_ITEMS):
             chunk = range(start, min(start + TRANSACT_MAX_ITEMS, len(todo)))
+            if len(chunk) < TRANSACT_MIN_ITEMS:
+                singles = await asyncio.gather(*(self._put_new(*todo[i], now) for i in chunk))
+                won[chunk.start : chunk.stop] = singles
+                continue
             put = {i: {"Put": self._create(*todo[i], now)} for i in chunk}
             done, refused, left = await self._transact(put)
             for i in done:
@@ -274,8 +282,8 @@ class UrlStore:
         batch granted their slots together claim together. A refused condition is answered from the item the
         cancellation returns; the others go again without it. Persistent conflicts, or a URL named twice,
         fall back to one `claim_fetch` each."""
-        if len(asks) == 1:
-            return [await self.claim_fetch(*asks[0])]
+        if len(asks) < TRANSACT_MIN_ITEMS:
+            return list(await asyncio.gather(*(self.claim_fetch(*ask) for ask in asks)))
         answers: dict[int, FetchClaim] = {}
         first: dict[tuple[str, str], int] = {}
         update = {

@@ -358,3 +358,29 @@ def test_fetch_claims_of_a_batch_share_one_transaction_and_refusals_say_why(
             assert await _state(raw, table, msg) == FETCHING
 
     _run_on_table(moto_server, scenario)
+
+
+def test_one_or_two_writes_go_singly_not_as_a_transaction_billed_twice(moto_server: EmbeddedMoto) -> None:
+    """A transaction bills two write units an item: a polite crawl's small batches (one or two new links, one
+    or two records granted together) write each item on its own at one unit, with the same answers."""
+
+    async def scenario(raw: Any, table: str) -> None:
+        client = _Counting(raw, table, [])
+        store = UrlStore(client, table)
+        first, second = _msg("/pair-a", parent="p1"), _msg("/pair-b", parent="p1")
+        rival = UrlStore(raw, table)
+        assert len((await rival.claim([_msg("/pair-b", parent="p2")], ["h"], 0.0)).new) == 1
+        third = _msg("/pair-c", parent="p1")
+        claimed = await store.claim([first, second, third], ["h"] * 3, 0.0, consistent=True)
+        assert claimed.new == [first, third]  # the other parent's claim stands
+        answers = await store.claim_fetch_many([(first, 5.0, 30.0), (second, 5.0, 30.0)])
+        assert [a.granted for a in answers] == [True, True]
+        assert await _state(raw, table, first) == FETCHING
+        assert [c for c in client.calls if c[0] != "BatchGetItem"] == [
+            ("PutItem", 1),
+            ("PutItem", 1),
+            ("UpdateItem", 1),
+            ("UpdateItem", 1),
+        ], client.calls
+
+    _run_on_table(moto_server, scenario)
