@@ -104,8 +104,8 @@ class CallMeter:
             writes, read_table = ctx.pop(_WRITES, None), ctx.pop(_READ, None)
             answer = parsed if isinstance(parsed, dict) else {}
             units = answered_write_units(model.name, parsed)
-            if units is not None and writes and self._stored is not None:
-                units = max(units, self._stored.stored_units(writes[0][0]) or 1)
+            if units is not None and writes:
+                units = max(units, self._stored_units(writes[0][0]))
             if units is not None:
                 self._add_items(f"{service}.{model.name}", units)
             if "Error" in answer:
@@ -116,6 +116,10 @@ class CallMeter:
                 self._remember_read(read_table, answer["Item"])
 
         return hook
+
+    def _stored_units(self, write: ItemWrite) -> int:
+        with self._lock:
+            return (self._stored.stored_units(write) if self._stored is not None else None) or 1
 
     def _applied(self, writes: list[tuple[ItemWrite, bool]], answered: Mapping[str, Any] | None) -> None:
         """Index units of writes that succeeded (`answered`: the item a single write's answer returned)."""

@@ -66,7 +66,7 @@ class TableSchema:
         return cls(tuple(k["AttributeName"] for k in table["KeySchema"]), tuple(indexes))
 
 
-_CLAUSE = re.compile(r"\b(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?<![:#\w])(SET|REMOVE|ADD|DELETE)\b", re.IGNORECASE)
 
 
 def _top_level(text: str) -> Iterator[str]:

@@ -38,6 +38,8 @@ def test_update_expressions_name_the_attributes_they_touch() -> None:
     )
     assert written == {"url_state", "url", "m", "n_fetched", "n_links"}
     assert removed == {"pending_crawl", "lease_until"}
+    # placeholders that spell a clause keyword are values, not clauses
+    assert touched_names("SET a = :set, #add = :remove", {"#add": "b"}) == ({"a", "b"}, frozenset())
 
 
 def test_schemas_come_from_the_template() -> None:
