@@ -8,6 +8,7 @@ batch is where a crash would lose the fetches made so far or strand the claims o
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -407,3 +408,79 @@ def test_a_message_back_at_its_time_is_fetched() -> None:
     events, sent, asks = _handle(FrontierMessage("c1", URL, MSG.key, 1, not_before=time.time() + 1.0))
     assert asks == 1 and [kind for kind, _ in events] == ["claim", "fetch", "finish"], events
     assert sent == []
+
+
+class _SendTimes(_Recording):
+    """Also keeps when each message was sent: its arrival is that time plus its DelaySeconds."""
+
+    def __init__(self, log: _Log, sent: list[Outgoing], arrivals: list[float]) -> None:
+        super().__init__(log, sent)
+        self.arrivals = arrivals
+
+    async def send(self, outgoing: Sequence[Outgoing]) -> None:
+        now = time.time()
+        self.arrivals.extend(now + o.delay_s(now) for o in outgoing)
+        await super().send(outgoing)
+
+
+class _PacedCrawls(_Crawls):
+    def __init__(self, settings: CrawlSettings) -> None:
+        self.settings = settings
+
+    async def get_with_switch(self, crawl_id: str) -> tuple[CrawlRecord, bool]:
+        record = CrawlRecord(crawl_id, CrawlStatus.RUNNING, self.settings, "shop.test", "", time.time())
+        return record, False
+
+
+def test_deferred_records_of_a_paced_host_are_sent_to_arrive_one_slot_apart(moto_server: Any) -> None:
+    """Worker level, with the real pacing gate on the template's hosts table shape (moto): a batch of eight
+    records on a host paced at 1 s, local wait 2 s. The records whose slots are within the wait are fetched;
+    the others are re-sent to come back one slot apart (`not_before`), each landing (the moment it was sent
+    plus its DelaySeconds) within the local wait before its own slot."""
+    from seolens_core.crawl._pacing import PacingGate
+    from seolens_core.settings import PolitenessSettings
+    from tests.integration.test_host_pacing import create_hosts_table, dynamodb
+
+    politeness = PolitenessSettings(
+        initial_delay_ms=1000, initial_concurrency=8, max_concurrency=8, aimd=False, max_local_wait_s=2.0
+    )
+    settings = CrawlSettings(start_urls=(f"{SITE}/",), politeness=politeness, bfs_slack=None)
+    log, sent, arrivals = _Log(), [], []  # type: ignore[var-annotated]
+
+    async def main() -> float:
+        async with dynamodb(moto_server) as client:
+            gate = PacingGate(client, await create_hosts_table(client))
+            claimed = asyncio.Event()
+            services = _services(
+                log,
+                gate,  # type: ignore[arg-type]
+                lambda s, p: _Fetcher(claimed, log),
+                crawls=_PacedCrawls(settings),
+                queue=_SendTimes(log, sent, arrivals),
+            )
+            worker = PageWorker(services)
+            bodies = []
+            for i in range(8):
+                url = f"{SITE}/p{i}"
+                bodies.append((f"m{i}", FrontierMessage("c1", url, url_key_hex(url), 1).to_json()))
+            started = time.time()
+            batch = worker.batch(bodies, None)
+            await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies))
+            return started
+
+    started = asyncio.run(main())
+    fetched = [u for kind, urls in log.events if kind == "fetch" for u in urls]
+    assert 2 <= len(fetched) <= 4, log.events  # slots at +0, +1, +2 s (+3 s when the clock rounds)
+    assert len(sent) == 8 - len(fetched) and {o.message.url for o in sent}.isdisjoint(SITE + u for u in fetched)
+    come_back = sorted(o.not_before for o in sent)
+    # Each comes back a local wait (2 s, less the 0.5 s margin for SQS's rounding) before its own slot: the
+    # slots after the fetched ones, one step (1 s and the start guard) apart.
+    for k, back in enumerate(come_back):
+        slot = started + (len(fetched) + k) * 1.0
+        assert slot - 2.0 <= back <= slot - 2.0 + 0.5 + 0.2 * (len(fetched) + k), (k, back - started)
+    assert all(b - a >= 1.0 for a, b in itertools.pairwise(come_back)), come_back
+    # SQS delays are whole seconds (and never 0 for a time ahead), so two may land in the same second; each
+    # still lands before its own slot and within the local wait of it, where it waits for its turn.
+    for k, landing in enumerate(sorted(arrivals)):
+        slot = started + (len(fetched) + k) * 1.0
+        assert slot - 2.0 - 0.5 <= landing < slot + 0.2 * (len(fetched) + k), (k, landing - started)
