@@ -8,6 +8,7 @@ import json
 import random
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from seolens_core.frontier import SITEMAP_QUEUE_COUNTER
 from seolens_core.settings import CrawlSettings
 
 GLOBAL_CONTROL_ID = "__frontier__"
+SETTINGS_LEVEL = 9
 _COUNTER = re.compile(rf"n_\w+|q\d+|{SITEMAP_QUEUE_COUNTER}")
 
 
@@ -76,18 +78,21 @@ class CrawlStore:
         self._table = table
 
     async def create(self, crawl_id: str, settings: CrawlSettings, site: str, now: float) -> CrawlRecord:
-        item = {
+        created_at = _now_iso(now)
+        item: dict[str, Any] = {
             "crawl_id": {"S": crawl_id},
             "status": {"S": CrawlStatus.QUEUED.value},
-            "settings": {"S": settings.to_storage()},
+            # Compressed: the item is rewritten by every flush's counter update, billed per started KB, and the
+            # settings' JSON (~1.1 KB) alone took it over one.
+            "settings": {"B": zlib.compress(settings.to_storage().encode("utf-8"), SETTINGS_LEVEL)},
             "site": {"S": site},
-            "created_at": {"S": _now_iso(now)},
+            "created_at": {"S": created_at},
             "started_epoch": {"N": repr(now)},
         }
         await self._client.put_item(
             TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(crawl_id)"
         )
-        return CrawlRecord(crawl_id, CrawlStatus.QUEUED, settings, site, item["created_at"]["S"], now)
+        return CrawlRecord(crawl_id, CrawlStatus.QUEUED, settings, site, created_at, now)
 
     async def get(self, crawl_id: str) -> CrawlRecord:
         resp = await self._client.get_item(
@@ -226,12 +231,20 @@ class CrawlStore:
         )
 
 
+def stored_settings(item: dict[str, Any]) -> str:
+    """The settings JSON of a crawl item: compressed, or as text (items written before compression)."""
+    value = item["settings"]
+    if "B" in value:
+        return zlib.decompress(bytes(value["B"])).decode("utf-8")
+    return str(value["S"])
+
+
 def _record(item: dict[str, Any]) -> CrawlRecord:
     counters = {k: int(v["N"]) for k, v in item.items() if _COUNTER.match(k) and "N" in v}
     return CrawlRecord(
         crawl_id=item["crawl_id"]["S"],
         status=CrawlStatus(item["status"]["S"]),
-        settings=CrawlSettings.model_validate(json.loads(item["settings"]["S"])),
+        settings=CrawlSettings.model_validate(json.loads(stored_settings(item))),
         site=item.get("site", {}).get("S", ""),
         created_at=item.get("created_at", {}).get("S", ""),
         started_epoch=float(item.get("started_epoch", {}).get("N", "0")),

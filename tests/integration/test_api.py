@@ -18,6 +18,7 @@ import boto3
 import pytest
 
 from infra.local.runtime import LocalCloud
+from seolens_core.adapters.crawls import stored_settings
 from seolens_core.control import ExecutionStartFailed, FakeStarter
 from tests.integration.conftest import call_api
 
@@ -68,7 +69,7 @@ def test_start_records_the_crawl_and_starts_one_execution(starter: FakeStarter) 
         and item["status"]["S"] == "QUEUED"
         and item["site"]["S"] == "https://shop.example.com:443"
     )
-    stored = json.loads(item["settings"]["S"])
+    stored = json.loads(stored_settings(item))
     assert stored["start_urls"] == ["https://shop.example.com/"]
     assert (stored["max_pages"], stored["max_depth"], stored["include_subdomains"]) == (50, 3, True)
     assert stored["user_agent"] == "SEOLens/2.0"
@@ -77,7 +78,7 @@ def test_start_records_the_crawl_and_starts_one_execution(starter: FakeStarter) 
 
 def test_start_uses_deployment_defaults(starter: FakeStarter) -> None:
     crawl_id = _start(starter, {"start_urls": ["http://blog.example.org/a"]})
-    stored = json.loads(_item(crawl_id)["settings"]["S"])  # type: ignore[index]
+    stored = json.loads(stored_settings(_item(crawl_id)))  # type: ignore[arg-type]
     assert stored["max_pages"] == int(os.environ.get("MAX_PAGES", "10000"))
     assert stored["max_depth"] == int(os.environ.get("MAX_DEPTH", "10"))
 
@@ -88,7 +89,7 @@ def test_secrets_are_stored_for_workers_but_never_echoed(starter: FakeStarter) -
         "options": {"cookie": "session=s3cr3t-cookie", "extra_headers": {"Authorization": "Bearer t0ken"}},
     }
     crawl_id = _start(starter, body)
-    stored = _item(crawl_id)["settings"]["S"]  # type: ignore[index]
+    stored = stored_settings(_item(crawl_id))  # type: ignore[arg-type]
     assert "s3cr3t-cookie" in stored and "t0ken" in stored
     answer = call_api("GET", f"/crawls/{crawl_id}")
     assert answer.status == 200

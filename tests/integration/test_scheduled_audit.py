@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from seolens_core.adapters.crawls import CrawlStatus
+from seolens_core.adapters.crawls import CrawlStatus, stored_settings
 from seolens_core.bootstrap import container
 from seolens_core.control import FakeStarter
 from seolens_core.settings import CrawlSettings
@@ -49,7 +49,7 @@ def test_one_crawl_per_site_bad_sites_reported(starter: FakeStarter, monkeypatch
     for url, row in started.items():
         item = _item(row["crawl_id"])
         assert item["status"]["S"] == "QUEUED"
-        assert json.loads(item["settings"]["S"])["start_urls"] == [url]
+        assert json.loads(stored_settings(item))["start_urls"] == [url]
         assert item["site"]["S"] == row["site"]
     assert started["https://b.example.net/shop"]["site"] == "https://b.example.net:443"
 

@@ -471,7 +471,9 @@ def test_deferred_records_of_a_paced_host_are_sent_to_arrive_one_slot_apart(moto
     started = asyncio.run(main())
     fetched = [u for kind, urls in log.events if kind == "fetch" for u in urls]
     assert 2 <= len(fetched) <= 4, log.events  # slots at +0, +1, +2 s (+3 s when the clock rounds)
-    assert len(sent) == 8 - len(fetched) and {o.message.url for o in sent}.isdisjoint(SITE + u for u in fetched)
+    assert len(sent) == 8 - len(fetched) and {o.message.url for o in sent}.isdisjoint(
+        SITE + u for u in fetched
+    )
     come_back = sorted(o.not_before for o in sent)
     # Each comes back a local wait (2 s, less the 0.5 s margin for SQS's rounding) before its own slot: the
     # slots after the fetched ones, one step (1 s and the start guard) apart.
