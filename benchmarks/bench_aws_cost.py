@@ -114,8 +114,13 @@ def main() -> None:
     all_calls["sqs.DeleteMessageBatch"] = (
         all_calls.get("sqs.DeleteMessageBatch", 0) + esm["sqs.DeleteMessageBatch (ESM, est.)"]
     )
+    # Index writes are not in the call counts: the crawl's own meter counted them (0 without a report).
+    index_wru = (
+        float(report_cost.get("billed_units", {}).get("dynamodb_index_wru", 0.0)) if args.report else 0.0
+    )
     usage = Usage(
         calls={k: round(v * scale) for k, v in all_calls.items()},
+        index_write_units=index_wru * scale,
         lambda_invocations=round(batches * scale),
         lambda_gb_seconds=100_000 * args.lambda_ms_per_page / 1000 * args.lambda_memory_mb / 1024,
         sfn_transitions=args.sfn_transitions_per_crawl,
@@ -133,7 +138,8 @@ def main() -> None:
     )
     print(
         f"billed units per 100,000 pages: SQS {units.sqs_requests:,.0f} requests; DynamoDB "
-        f"{units.dynamodb_wru:,.0f} WRU, {units.dynamodb_rru:,.0f} RRU (batch calls at their API maximum); "
+        f"{units.dynamodb_wru:,.0f} WRU (batch calls at their API maximum) + {units.dynamodb_index_wru:,.0f} "
+        f"index WRU, {units.dynamodb_rru:,.0f} RRU; "
         f"S3 {units.s3_put_requests:,.0f} PUT, {units.s3_get_requests:,.0f} GET; Lambda "
         f"{units.lambda_requests:,.0f} requests, {units.lambda_gb_seconds:,.0f} GB-s "
         f"(assumed {args.lambda_ms_per_page:.0f} ms/page at {args.lambda_memory_mb} MB); "
