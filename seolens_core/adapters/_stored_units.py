@@ -111,7 +111,7 @@ class ItemWrite:
     delete: bool = False
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Seen:
     size: int
     indexes: frozenset[str]
@@ -122,8 +122,13 @@ class StoredItems:
     """Per item (bounded, least recently used first out): its size and the indexes holding it, as last seen."""
 
     schemas: Mapping[str, TableSchema]
-    max_items: int = 200_000
-    _seen: OrderedDict[tuple[str, tuple[Any, ...]], _Seen] = field(default_factory=OrderedDict)
+    max_items: int = 100_000
+    """About 20 MB in a local crawl's process; an item forgotten is taken as held by the indexes its next
+    write leaves (`apply`), which is what a finished URL was."""
+    _seen: OrderedDict[int, _Seen] = field(default_factory=OrderedDict)
+    """By the hash of (table, key): a collision only misprices one write, and an int is a tenth of the key."""
+    _sets: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
+    """One instance of each set of index names (there are a handful)."""
 
     def key_of(self, table: str, item: Mapping[str, Any]) -> tuple[Any, ...] | None:
         schema = self.schemas.get(table)
@@ -173,7 +178,7 @@ class StoredItems:
 
     def stored_units(self, write: ItemWrite) -> int | None:
         """Base write units of an update or delete, from the stored item's size as last seen (None: unknown)."""
-        seen = self._seen.get((write.table, write.key))
+        seen = self._seen.get(hash((write.table, write.key)))
         return None if seen is None or write.item is not None else write_units_of(seen.size)
 
     def apply(self, write: ItemWrite, answered: Mapping[str, Any] | None = None) -> int:
@@ -183,7 +188,7 @@ class StoredItems:
         schema = self.schemas.get(write.table)
         if schema is None:
             return 0
-        ident = (write.table, write.key)
+        ident = hash((write.table, write.key))
         seen = self._seen.pop(ident, None)
         units = 0
         if write.item is not None:
@@ -225,10 +230,11 @@ class StoredItems:
         if schema is None or key is None:
             return
         held = frozenset(i.name for i in schema.indexes if i.holds(item))
-        self._remember((table, key), _Seen(item_size(item), held))
+        self._remember(hash((table, key)), _Seen(item_size(item), held))
 
-    def _remember(self, ident: tuple[str, tuple[Any, ...]], seen: _Seen) -> None:
-        self._seen[ident] = seen
+    def _remember(self, ident: int, seen: _Seen) -> None:
+        held = self._sets.setdefault(seen.indexes, seen.indexes)
+        self._seen[ident] = seen if held is seen.indexes else _Seen(seen.size, held)
         self._seen.move_to_end(ident)
         if len(self._seen) > self.max_items:
             self._seen.popitem(last=False)
