@@ -13,7 +13,8 @@ Billed-unit rules (AWS pricing pages, us-east-1, Standard queues / on-demand tab
   are billed per item, transactions twice per item. An item a PutItem, batch or
   transaction puts is counted per started KB (the meter sizes it from the request: batch journals are tens
   of KB); an update or delete per started KB of the item its answer returns (a busy host's pacing item),
-  one unit when it returns none (a lower bound: AWS bills the stored item's size). `batch_items` carries
+  else of the item as the meter last saw it (where it knows the table), else one unit (a lower bound: AWS
+  bills the stored item's size). `batch_items` carries
   these mean units per call for single-item writes too. Writes to global secondary indexes are billed as
   writes too (`index_write_units`: the meter counts them where it knows the tables' indexes).
 - S3: PUT/COPY/POST/LIST at the PUT price, GET/HEAD/other reads at the GET price.

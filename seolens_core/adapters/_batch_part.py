@@ -13,7 +13,7 @@ from typing import Any
 
 from seolens_core.adapters._json import dump_lines, loads
 
-__all__ = ["BATCH_KINDS", "HEAD_BYTES", "MalformedPart", "decode_head", "encode_batch", "section_bytes"]
+__all__ = ["BATCH_KINDS", "HEAD_BYTES", "MalformedPart", "decode_head", "encode_batch", "sections"]
 
 BATCH_KINDS = ("pages", "pacing", "links")
 """The kinds a batch part holds, in the order they are written (the large one last)."""
@@ -62,9 +62,16 @@ def decode_head(data: bytes) -> dict[str, tuple[int, int]]:
         raise MalformedPart(f"unreadable part head: {exc}") from exc
 
 
-def section_bytes(data: bytes, kind: str) -> bytes:
-    """The JSON lines of `kind` (empty when the part has none); `data` must reach the section's end."""
-    start, end = decode_head(data).get(kind, (0, 0))
-    if end > len(data):
-        raise MalformedPart(f"the {kind} section ends at byte {end}, beyond the {len(data)} bytes given")
-    return data[start:end]
+def sections(
+    data: bytes, kinds: Iterable[str], head: Mapping[str, tuple[int, int]] | None = None
+) -> dict[str, bytes]:
+    """The JSON lines of each of `kinds` (empty where the part has none), by the part's `head` (decoded from
+    `data` when not given); `data` must reach the end of each."""
+    ranges = decode_head(data) if head is None else head
+    out: dict[str, bytes] = {}
+    for kind in kinds:
+        start, end = ranges.get(kind, (0, 0))
+        if end > len(data):
+            raise MalformedPart(f"the {kind} section ends at byte {end}, beyond the {len(data)} bytes given")
+        out[kind] = data[start:end]
+    return out

@@ -89,8 +89,8 @@ def touched_names(expression: str, names: Mapping[str, str]) -> tuple[frozenset[
     for clause, body in zip(parts[1::2], parts[2::2], strict=True):
         for action in _top_level(body):
             path = action.split("=", 1)[0] if clause.upper() == "SET" else action
-            token = path.strip().split(None, 1)[0] if path.strip() else ""
-            top = re.split(r"[.\[]", token, maxsplit=1)[0]
+            tokens = path.split(None, 1)
+            top = re.split(r"[.\[]", tokens[0], maxsplit=1)[0] if tokens else ""
             if not top:
                 continue
             name = names.get(top, top)
@@ -109,6 +109,10 @@ class ItemWrite:
     written: frozenset[str] = frozenset()
     removed: frozenset[str] = frozenset()
     delete: bool = False
+
+    @property
+    def ident(self) -> int:
+        return hash((self.table, self.key))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +182,7 @@ class StoredItems:
 
     def stored_units(self, write: ItemWrite) -> int | None:
         """Base write units of an update or delete, from the stored item's size as last seen (None: unknown)."""
-        seen = self._seen.get(hash((write.table, write.key)))
+        seen = self._seen.get(write.ident)
         return None if seen is None or write.item is not None else write_units_of(seen.size)
 
     def apply(self, write: ItemWrite, answered: Mapping[str, Any] | None = None) -> int:
@@ -188,7 +192,7 @@ class StoredItems:
         schema = self.schemas.get(write.table)
         if schema is None:
             return 0
-        ident = hash((write.table, write.key))
+        ident = write.ident
         seen = self._seen.pop(ident, None)
         units = 0
         if write.item is not None:
@@ -200,7 +204,7 @@ class StoredItems:
                     units += index.copy_units(size)
                 elif was:
                     units += 1
-            self._remember(ident, _Seen(size, held))
+            self._remember(ident, size, held)
             return units
         if write.delete:
             for index in schema.indexes:
@@ -220,7 +224,7 @@ class StoredItems:
                 if index.keys <= write.written:
                     held = held | {index.name}
         if seen is not None or answered:
-            self._remember(ident, _Seen(size, held))
+            self._remember(ident, size, held)
         return units
 
     def read(self, table: str, item: Mapping[str, Any]) -> None:
@@ -230,11 +234,10 @@ class StoredItems:
         if schema is None or key is None:
             return
         held = frozenset(i.name for i in schema.indexes if i.holds(item))
-        self._remember(hash((table, key)), _Seen(item_size(item), held))
+        self._remember(hash((table, key)), item_size(item), held)
 
-    def _remember(self, ident: int, seen: _Seen) -> None:
-        held = self._sets.setdefault(seen.indexes, seen.indexes)
-        self._seen[ident] = seen if held is seen.indexes else _Seen(seen.size, held)
+    def _remember(self, ident: int, size: int, indexes: frozenset[str]) -> None:
+        self._seen[ident] = _Seen(size, self._sets.setdefault(indexes, indexes))
         self._seen.move_to_end(ident)
         if len(self._seen) > self.max_items:
             self._seen.popitem(last=False)

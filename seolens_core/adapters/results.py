@@ -17,7 +17,7 @@ from seolens_core.adapters._batch_part import (
     HEAD_BYTES,
     decode_head,
     encode_batch,
-    section_bytes,
+    sections,
 )
 from seolens_core.adapters._json import dump_lines, load_lines
 
@@ -180,10 +180,11 @@ class ResultsStore:
         GET, a second one for what goes beyond it); with links, the whole object."""
         whole = "links" in kinds
         data = await (self.get_file(key) if whole else self.get_range(key, 0, HEAD_BYTES))
-        end = max((stop for kind, (_, stop) in decode_head(data).items() if kind in kinds), default=0)
-        if end > len(data) == HEAD_BYTES and not whole:
+        head = decode_head(data)
+        end = max((stop for kind, (_, stop) in head.items() if kind in kinds), default=0)
+        if not whole and end > len(data) == HEAD_BYTES:
             data += await self.get_range(key, len(data), end - len(data))
-        return {kind: load_lines(section_bytes(data, kind)) for kind in kinds}
+        return {kind: load_lines(body) for kind, body in sections(data, kinds, head).items()}
 
     async def _merged_keys(self, prefixes: Sequence[str]) -> AsyncIterator[str]:
         """The keys under every prefix, merged in part-name order, listing each 1,000 keys at a time."""

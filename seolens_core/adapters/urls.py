@@ -281,7 +281,7 @@ class UrlStore:
         """`claim_fetch` for several URLs (message, now, lease_s) in one TransactWriteItems: the records of a
         batch granted their slots together claim together. A refused condition is answered from the item the
         cancellation returns; the others go again without it. Persistent conflicts, or a URL named twice,
-        fall back to one `claim_fetch` each."""
+        fall back to one `claim_fetch` each; so do one or two asks from the start (`TRANSACT_MIN_ITEMS`)."""
         if len(asks) < TRANSACT_MIN_ITEMS:
             return list(await asyncio.gather(*(self.claim_fetch(*ask) for ask in asks)))
         answers: dict[int, FetchClaim] = {}

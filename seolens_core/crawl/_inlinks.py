@@ -64,7 +64,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seolens_core.adapters._batch_part import section_bytes
+from seolens_core.adapters._batch_part import sections
 from seolens_core.adapters._json import dumps, load_lines, loads
 from seolens_core.adapters.results import batch_prefix, kind_prefix
 from seolens_core.urls import url_key
@@ -355,4 +355,4 @@ class MemoryObjects:
 
     async def batch_rows(self, key: str, kind: str) -> list[Any]:
         self.gets += 1
-        return load_lines(section_bytes(self.objects[key], kind))
+        return load_lines(sections(self.objects[key], (kind,))[kind])

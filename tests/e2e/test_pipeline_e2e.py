@@ -10,12 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from infra.fixture_site import FixtureServer, SiteSpec, html, not_found, text
 from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
 from infra.local.iam_audit import IamAudit
 from infra.local.runtime import LocalCloud, run_crawl
+from seolens_core.adapters._stored_units import write_units
+from seolens_core.bootstrap import container
 from seolens_core.settings import CrawlSettings
 from tests.e2e.conftest import translated_template
 
@@ -73,6 +76,30 @@ def test_report_carries_the_crawl_cost(demo_crawl: dict[str, Any]) -> None:
     assert cost["aws_calls_total"] == sum(calls.values())
     assert cost["cost_usd"]["total"] > 0 and cost["cost_per_100k_pages_usd"] > 0
     assert cost["state_transitions"] > 5 and cost["lambda_gb_seconds"] > 0
+
+
+def test_each_worker_batch_wrote_one_results_object_and_the_crawl_item_one_write_unit(
+    local_cloud: LocalCloud, demo_crawl: dict[str, Any]
+) -> None:
+    """What the stack holds after the crawl: one object per worker batch under `parts/` (none per kind), whose
+    page sections are exactly the worker's pages; the crawl item with compressed settings, under one KB."""
+    run = demo_crawl["run"]
+    assert local_cloud.stack is not None
+    app = container()
+    keys = app.run(app.results.list_keys(f"crawls/{run.crawl_id}/"))
+    assert not [k for k in keys if k.split("/")[2] in ("pages", "links", "pacing")], keys
+    parts = [k for k in keys if k.split("/")[2] == "parts"]
+    assert 0 < len(parts) <= run.worker_invocations
+    urls = [row["url"] for key in parts for row in app.run(app.results.batch_rows(key, "pages"))]
+    fetched = {r["url"] for r in demo_crawl["pages"] if r.get("outcome") == "fetched"}
+    assert fetched and fetched <= set(urls), fetched - set(urls)
+    client = boto3.client(
+        "dynamodb", endpoint_url=local_cloud.endpoint_url, region_name=local_cloud.stack.region
+    )
+    table = local_cloud.stack.table_names["CrawlsTable"]
+    item = client.get_item(TableName=table, Key={"crawl_id": {"S": run.crawl_id}})["Item"]
+    assert "B" in item["settings"] and len(item) > 8  # compressed, counters included
+    assert write_units(item) == 1
 
 
 def test_every_call_a_function_made_is_granted_by_its_role(demo_crawl: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from seolens_core.adapters._batch_part import (
     MalformedPart,
     decode_head,
     encode_batch,
-    section_bytes,
+    sections,
 )
 from seolens_core.adapters._json import load_lines
 
@@ -20,18 +20,17 @@ def test_each_kind_reads_back_its_own_rows_small_sections_first() -> None:
     pacing = [{"origin": "https://a.test", "t": 1.5}]
     body = encode_batch({"links": links, "pages": pages, "pacing": pacing})
     assert body is not None
-    assert load_lines(section_bytes(body, "pages")) == pages
-    assert load_lines(section_bytes(body, "pacing")) == pacing
-    assert load_lines(section_bytes(body, "links")) == links
-    sections = decode_head(body)
-    assert sections["pages"][1] <= sections["pacing"][0] < sections["links"][0]  # links last
-    assert sections["links"][1] == len(body)
+    got = sections(body, ["pages", "pacing", "links"])
+    assert [load_lines(got[k]) for k in ("pages", "pacing", "links")] == [pages, pacing, links]
+    ranges = decode_head(body)
+    assert ranges["pages"][1] <= ranges["pacing"][0] < ranges["links"][0]  # links last
+    assert ranges["links"][1] == len(body)
 
 
 def test_a_kind_without_rows_has_no_section() -> None:
     body = encode_batch({"pages": [{"url": "u"}], "links": []})
     assert body is not None and set(decode_head(body)) == {"pages"}
-    assert section_bytes(body, "links") == b""
+    assert sections(body, ["links"])["links"] == b""
     assert encode_batch({"pages": [], "links": []}) is None
 
 
@@ -44,4 +43,4 @@ def test_unknown_kinds_and_broken_heads_are_refused() -> None:
     body = encode_batch({"pages": [{"url": "u" * HEAD_BYTES}]})
     assert body is not None
     with pytest.raises(MalformedPart, match="beyond"):
-        section_bytes(body[:HEAD_BYTES], "pages")  # the section goes on after the bytes given
+        sections(body[:HEAD_BYTES], ["pages"])["pages"]  # the section goes on after the bytes given
