@@ -1,6 +1,6 @@
 """Benchmark: `seolens crawl` (embedded emulator) versus Scrapy on a generated static site served by nginx.
 
-Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers 4] [--skip-scrapy]
+Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers 4] [--skip-scrapy] [--profile]
 
 - Generates the site (benchmarks/_site_gen.py: tree of depth 6, ~40 links a page, shared nav, robots.txt
   with a Disallow and a sitemap index) in a temporary directory.
@@ -11,6 +11,9 @@ Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers 4] [--skip
   on first use; ROBOTSTXT_OBEY on, AutoThrottle off, CONCURRENT_REQUESTS 32).
 - Samples the process tree from /proc every 0.25 s: CPU seconds (split into the moto emulator process and
   the rest = our code + its Python runtime) and peak RSS (sum over the tree).
+- With --profile, samples the seolens run with py-spy (`_profile.py`) and prints where the CPU goes: the
+  crawler by activity (fetch, parse, normalization, AWS SDK, JSON, ...) and by phase, the emulator by the
+  AWS operation it serves. The sampler costs CPU too: take pages/s from a run without it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _profile import Profile, profiled
 from _site_gen import generate_site, write_sitemaps
 
 HERE = Path(__file__).resolve().parent
@@ -84,6 +88,7 @@ class BenchSpider(scrapy.Spider):
 class Sample:
     cpu_s: dict[int, float] = field(default_factory=dict)
     emulator_pids: set[int] = field(default_factory=set)
+    profiler_pids: set[int] = field(default_factory=set)
     peak_rss_mb: float = 0.0
     peak_emulator_rss_mb: float = 0.0
 
@@ -130,8 +135,14 @@ def _sample_tree(root: int, stop: threading.Event, out: Sample) -> None:
             _, cpu, mb = table[pid]
             out.cpu_s[pid] = cpu
             rss += mb
-            if pid not in out.emulator_pids and "moto_server.py" in _cmdline(pid):
-                out.emulator_pids.add(pid)
+            if pid not in out.emulator_pids and pid not in out.profiler_pids:
+                command = _cmdline(pid)
+                if "moto_server.py" in command:
+                    out.emulator_pids.add(pid)
+                elif "py-spy" in command:
+                    out.profiler_pids.add(pid)
+            if pid in out.profiler_pids:
+                continue
             if pid in out.emulator_pids:
                 emu_rss += mb
         out.peak_rss_mb = max(out.peak_rss_mb, rss)
@@ -182,6 +193,7 @@ def _measure(
         print(output.read_text(encoding="utf-8", errors="replace")[-3000:], file=sys.stderr)
         raise SystemExit(f"{name} exited with {proc.returncode} (output: {output})")
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    cpu -= sum(sample.cpu_s.get(pid, 0.0) for pid in sample.profiler_pids)  # py-spy is not the crawler
     emu = sum(sample.cpu_s.get(pid, 0.0) for pid in sample.emulator_pids)
     requests: Counter[str] = Counter()
     pages = 0
@@ -236,7 +248,14 @@ def _wait_port(port: int) -> None:
 
 
 def _run_seolens(
-    origin: str, host: str, pages: int, workers: int, work: Path, log: Path, max_seconds: float
+    origin: str,
+    host: str,
+    pages: int,
+    workers: int,
+    work: Path,
+    log: Path,
+    max_seconds: float,
+    profile: Path | None = None,
 ) -> RunResult:
     config = work / "seolens.json"
     config.write_text(
@@ -266,7 +285,7 @@ def _run_seolens(
         str(max_seconds),
         "--quiet",
     ]
-    result = _measure("seolens", cmd, log, "SEOLensBench")
+    result = _measure("seolens", profiled(cmd, profile) if profile else cmd, log, "SEOLensBench")
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     result.extra = {
         "aws_calls": report.get("aws_calls") or report.get("cost", {}).get("aws_calls", {}),
@@ -350,6 +369,11 @@ def main() -> None:
     parser.add_argument("--skip-seolens", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs) afterwards")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the seolens run with py-spy and print where its CPU goes (the sampler slows the run)",
+    )
     args = parser.parse_args()
 
     nginx = _ensure_nginx()
@@ -375,12 +399,19 @@ def main() -> None:
             results.append(_run_scrapy(origin, work, log, args.scrapy_concurrency))
             _print(results[-1])
         if not args.skip_seolens:
-            results.append(
-                _run_seolens(
-                    origin, f"127.0.0.1:{port}", args.pages, args.workers, work, log, args.max_seconds
-                )
+            raw = work / "py-spy.txt" if args.profile else None
+            ours = _run_seolens(
+                origin, f"127.0.0.1:{port}", args.pages, args.workers, work, log, args.max_seconds, raw
             )
-            _print(results[-1])
+            results.append(ours)
+            _print(ours)
+            if raw is not None:
+                per_page = 1000 / max(ours.pages, 1)
+                print("where the CPU goes (py-spy samples of the run above, which it slowed):")
+                for line in Profile.read(raw).lines(
+                    ours.own_cpu_s * per_page, ours.emulator_cpu_s * per_page
+                ):
+                    print(line)
     finally:
         server.terminate()
         server.wait(timeout=10)
