@@ -728,3 +728,105 @@ def test_update_answers_without_the_handlers_item_copy_equal_upstreams(
     patched = answers(patched=True)
     assert any(patched) or return_values == "NONE"
     assert patched == answers(patched=False)
+
+
+def test_syntax_checks_are_skipped_only_for_a_pair_that_passed(patched_moto: EmbeddedMoto) -> None:
+    """Patch 13: a text that passed with some names is still refused with names that make two actions
+    overlap, every time; the pair that passed keeps updating the item as before."""
+    ddb = boto3.client("dynamodb", endpoint_url=patched_moto.endpoint_url, region_name="us-east-1")
+    ddb.create_table(
+        TableName="syntax",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+    )
+    key = {"k": {"S": "x"}}
+    text = "SET #x = :v, #y = :w"
+    values = {":v": {"N": "1"}, ":w": {"N": "2"}}
+    for _ in range(2):
+        ddb.update_item(
+            TableName="syntax",
+            Key=key,
+            UpdateExpression=text,
+            ExpressionAttributeNames={"#x": "a", "#y": "b"},
+            ExpressionAttributeValues=values,
+        )
+    for names in ({"#x": "a", "#y": "a"}, {"#x": "a", "#y": "a"}, {"#x": "m.n", "#y": "m.n"}):
+        with pytest.raises(ddb.exceptions.ClientError, match="Two document paths"):
+            ddb.update_item(
+                TableName="syntax",
+                Key=key,
+                UpdateExpression=text,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+    for _ in range(2):  # refused each time, passed pairs or not
+        with pytest.raises(ddb.exceptions.ClientError, match=r"Two document paths|overlap"):
+            ddb.update_item(
+                TableName="syntax",
+                Key=key,
+                UpdateExpression="SET a = :v, a.b = :w",
+                ExpressionAttributeValues=values,
+            )
+    item = ddb.get_item(TableName="syntax", Key=key, ConsistentRead=True)["Item"]
+    assert (item["a"], item["b"]) == ({"N": "1"}, {"N": "2"})
+
+
+def _table_with_index(items: list[dict[str, Any]]) -> Any:
+    """A moto table (in this process) with a `by_g` index (hash g, range r) holding `items`."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(
+        TableName="sorted",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "k", "AttributeType": "S"},
+            {"AttributeName": "s", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "S"},
+            {"AttributeName": "r", "AttributeType": "N"},
+        ],
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}, {"AttributeName": "s", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_g",
+                "KeySchema": [
+                    {"AttributeName": "g", "KeyType": "HASH"},
+                    {"AttributeName": "r", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    for item in items:
+        client.put_item(TableName="sorted", Item=item)
+    return dynamodb_backends["123456789012"]["us-east-1"].tables["sorted"]
+
+
+def test_index_sort_by_plain_values_equals_upstreams() -> None:
+    """Patch 14: the order of upstream's `DynamoType` tuples (numbers numerically, strings by code point,
+    ties broken by the table's keys); an item without a sort attribute goes through upstream."""
+    from moto import mock_aws
+    from moto.dynamodb.models.table import Table
+
+    moto_patches.apply()
+    patched = Table.sorted_items
+    upstream = patched.__wrapped__  # type: ignore[attr-defined]
+    rows = [("b", "2", "10"), ("a", "1", "9"), ("a", "0", "9"), ("c", "Z", "-1.5"), ("c", "a", "100")]
+    with mock_aws():
+        table = _table_with_index(
+            [{"k": {"S": k}, "s": {"S": s}, "g": {"S": "G"}, "r": {"N": r}} for k, s, r in rows]
+        )
+        items = table.all_items()
+        order = [
+            (i.attrs["k"].value, i.attrs["s"].value)
+            for i in patched(table, ["g", "k"], ["r", "s"], list(items))
+        ]
+        expected = [
+            (i.attrs["k"].value, i.attrs["s"].value)
+            for i in upstream(table, ["g", "k"], ["r", "s"], list(items))
+        ]
+        assert order == expected == [("c", "Z"), ("a", "0"), ("a", "1"), ("b", "2"), ("c", "a")]
+        without = [*items, type(items[0])(hash_key=items[0].hash_key, range_key=items[0].range_key, attrs={})]
+        with pytest.raises(KeyError):  # upstream's answer to an item without the attribute
+            patched(table, ["g", "k"], ["r", "s"], without)

@@ -1,0 +1,127 @@
+"""Benchmark: the embedded emulator's CPU per call for the crawl's most frequent DynamoDB shapes.
+
+Run: python benchmarks/bench_emulator_ops.py [--updates 1500] [--pending 3000] [--queries 30]
+
+Starts the embedded moto server (with `infra/local/moto_patches.py`) and measures its process CPU (from /proc)
+around: pacing-shaped UpdateItems (reserve two leases on a host item, then release them with an observation),
+and Queries of a sparse `pending` index holding `--pending` URLs (the progress check's question). Run it on
+two commits to see what an emulator patch saves; the crawl benchmarks carry too much noise for that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import boto3
+
+from infra.local.moto_server import start_moto_server
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def emulator_cpu_s() -> float:
+    """CPU seconds of every process running the embedded moto server."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"moto_server.py" not in fh.read():
+                    continue
+            with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
+
+
+def _tables(ddb: Any, pending: int) -> None:
+    ddb.create_table(
+        TableName="hosts",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+    )
+    ddb.put_item(
+        TableName="hosts",
+        Item={"k": {"S": "h"}, "leases": {"M": {}}, "obs": {"L": []}, "next_allowed_at": {"N": "1"}},
+    )
+    ddb.create_table(
+        TableName="urls",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("c", "k", "p")],
+        KeySchema=[{"AttributeName": "c", "KeyType": "HASH"}, {"AttributeName": "k", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "pending",
+                "KeySchema": [
+                    {"AttributeName": "p", "KeyType": "HASH"},
+                    {"AttributeName": "k", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["url"]},
+            }
+        ],
+    )
+    puts = [
+        {"PutRequest": {"Item": {"c": {"S": "C"}, "k": {"S": f"{i * 7919 % 10**8:08x}"}, "p": {"S": "C"}}}}
+        for i in range(pending)
+    ]
+    for start in range(0, len(puts), 25):
+        ddb.batch_write_item(RequestItems={"urls": puts[start : start + 25]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--updates", type=int, default=1500, help="reserve + release pairs")
+    parser.add_argument("--pending", type=int, default=3000)
+    parser.add_argument("--queries", type=int, default=30)
+    args = parser.parse_args()
+    server = start_moto_server()
+    try:
+        ddb = boto3.client("dynamodb", endpoint_url=server.endpoint_url, region_name="us-east-1")
+        _tables(ddb, args.pending)
+        key = {"k": {"S": "h"}}
+        started = emulator_cpu_s()
+        for i in range(args.updates):
+            names = {"#l0": f"a{i}", "#l1": f"b{i}"}
+            ddb.update_item(
+                TableName="hosts",
+                Key=key,
+                UpdateExpression="SET leases.#l0 = next_allowed_at + :o0, leases.#l1 = next_allowed_at + :o1",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":o0": {"N": "1"}, ":o1": {"N": "2"}},
+            )
+            ddb.update_item(
+                TableName="hosts",
+                Key=key,
+                UpdateExpression="REMOVE leases.#l0, leases.#l1 SET obs = :o",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":o": {"L": [{"N": str(i % 50)}]}},
+            )
+        updated = emulator_cpu_s()
+        for _ in range(args.queries):
+            ddb.query(
+                TableName="urls",
+                IndexName="pending",
+                KeyConditionExpression="p = :c",
+                ExpressionAttributeValues={":c": {"S": "C"}},
+                Limit=101,
+            )
+        queried = emulator_cpu_s()
+    finally:
+        server.stop()
+    print(
+        f"UpdateItem (pacing shape): {(updated - started) / (2 * args.updates) * 1000:.2f} ms emulator CPU a call"
+    )
+    print(
+        f"Query of the pending index at {args.pending} pending: "
+        f"{(queried - updated) / args.queries * 1000:.1f} ms emulator CPU a call"
+    )
+
+
+if __name__ == "__main__":
+    main()
