@@ -800,7 +800,8 @@ def _table_with_index(items: list[dict[str, Any]]) -> Any:
     )
     for item in items:
         client.put_item(TableName="sorted", Item=item)
-    return dynamodb_backends["123456789012"]["us-east-1"].tables["sorted"]
+    account = boto3.client("sts", region_name="us-east-1").get_caller_identity()["Account"]
+    return dynamodb_backends[account]["us-east-1"].tables["sorted"]
 
 
 def test_index_sort_by_plain_values_equals_upstreams() -> None:
