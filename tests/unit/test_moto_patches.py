@@ -804,12 +804,14 @@ def _table_with_index(items: list[dict[str, Any]]) -> Any:
     return dynamodb_backends[account]["us-east-1"].tables["sorted"]
 
 
-def test_index_sort_by_plain_values_equals_upstreams() -> None:
+def test_index_sort_by_plain_values_equals_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
     """Patch 14: the order of upstream's `DynamoType` tuples (numbers numerically, strings by code point,
     ties broken by the table's keys); an item without a sort attribute goes through upstream."""
     from moto import mock_aws
     from moto.dynamodb.models.table import Table
 
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_STS"):
+        monkeypatch.delenv(name, raising=False)  # a local cloud of another test: not here
     moto_patches.apply()
     patched = Table.sorted_items
     upstream = patched.__wrapped__  # type: ignore[attr-defined]
