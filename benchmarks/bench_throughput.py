@@ -134,7 +134,6 @@ def _sample_tree(root: int, stop: threading.Event, out: Sample) -> None:
                 continue
             _, cpu, mb = table[pid]
             out.cpu_s[pid] = cpu
-            rss += mb
             if pid not in out.emulator_pids and pid not in out.profiler_pids:
                 command = _cmdline(pid)
                 if "moto_server.py" in command:
@@ -142,7 +141,8 @@ def _sample_tree(root: int, stop: threading.Event, out: Sample) -> None:
                 elif "py-spy" in command:
                     out.profiler_pids.add(pid)
             if pid in out.profiler_pids:
-                continue
+                continue  # the sampler's memory and CPU are not the crawler's
+            rss += mb
             if pid in out.emulator_pids:
                 emu_rss += mb
         out.peak_rss_mb = max(out.peak_rss_mb, rss)
