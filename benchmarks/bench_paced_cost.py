@@ -1,13 +1,14 @@
 """Benchmark: what an audit with the default politeness costs a page, and where its AWS calls and units go.
 
-Run: python benchmarks/bench_paced_cost.py [--pages 400] [--workers 4] [--keep]
+Run: python benchmarks/bench_paced_cost.py [--pages 400] [--workers 4] [--unpaced] [--keep]
 
 The throughput benchmark turns politeness off (`--no-aimd`, no delay); every real crawl runs with it on (AIMD,
 250 ms between starts, two at a time), so its records wait for slots, come back deferred and arrive a few at
 a time. This crawls a generated site (`_site_gen.py`, served by nginx as in `bench_throughput.py`) with
 `seolens crawl` in this process, default settings, and prints the crawl's own figures (`report.json` cost:
 calls and dollars per page) and every DynamoDB call by purpose: operation, table and expression, with the
-items each names (a transaction bills two write units an item).
+items each names (a transaction bills two write units an item). `--unpaced` crawls with the throughput
+benchmark's settings instead (no AIMD, no delay, 32 at a time), to see where its calls go.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=400)
     parser.add_argument("--links", type=int, default=40)
     parser.add_argument("--workers", type=int, default=4, help="emulated pollers (the CLI's default)")
+    parser.add_argument(
+        "--unpaced",
+        action="store_true",
+        help="bench_throughput's settings: --no-aimd, no delay, 32 at a time",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (site, logs, report)")
     args = parser.parse_args()
 
@@ -92,6 +98,16 @@ def main() -> None:
         else:
             calls[f"{service}.{operation}"] += 1
 
+    unpaced: list[str] = []
+    if args.unpaced:
+        config = work / "seolens.json"
+        config.write_text(
+            json.dumps(
+                {"politeness": {"initial_delay_ms": 0, "initial_concurrency": 32, "max_concurrency": 64}}
+            ),
+            encoding="utf-8",
+        )
+        unpaced = ["--no-aimd", "--config", str(config)]
     GLOBAL_METER.add_listener(count)
     out = work / "seolens-out"
     started = time.perf_counter()
@@ -110,6 +126,7 @@ def main() -> None:
                 "--out",
                 str(out),
                 "--quiet",
+                *unpaced,
             ]
         )
     finally:

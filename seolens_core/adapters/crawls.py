@@ -65,6 +65,12 @@ class CrawlRecord:
         depths = [int(k[1:]) for k, v in self.counters.items() if k[:1] == "q" and k[1:].isdigit() and v > 0]
         return min(depths) if depths else None
 
+    @property
+    def queued(self) -> int:
+        """URLs queued by the crawl's own counters (claims in, finishes out: `q<d>` and `qs`). A hint, not
+        the truth: a flush that crashed between its claims and its counters leaves them off by its batch."""
+        return sum(v for k, v in self.counters.items() if k[:1] == "q" and (k[1:].isdigit() or k == "qs"))
+
 
 def _now_iso(now: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))

@@ -56,6 +56,14 @@ def expected_drain_s(
     return pending / ((fetched - before) / dt)
 
 
+def _fetched_since(previous: Mapping[str, Any] | None, fetched: int) -> bool:
+    """Pages were fetched since the previous check (False without a usable one)."""
+    try:
+        return previous is not None and fetched > int(previous.get("counters", {}).get("n_fetched", 0))
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
 @dataclass
 class ProgressServices:
     crawls: CrawlStore
@@ -65,8 +73,8 @@ class ProgressServices:
 
 
 class ProgressChecker:
-    """Drained means: no URL of the crawl is queued, in flight, delayed or suspended (the sparse `pending`
-    index is empty), or every one left sits behind a host whose robots.txt stayed unreachable
+    """Drained means: no URL of the crawl is queued, in flight, delayed or suspended (no item of its partition
+    carries `pending_crawl`), or every one left sits behind a host whose robots.txt stayed unreachable
     (those are reported as pending, never as lost)."""
 
     def __init__(self, services: ProgressServices) -> None:
@@ -99,6 +107,14 @@ class ProgressChecker:
                 crawl_id, CrawlStatus.FINISHING, allowed_from=(CrawlStatus.RUNNING, CrawlStatus.QUEUED)
             )
             return {**out, "state": "BUDGET_REACHED", "budget": "pages" if over_pages else "time"}
+        if record.queued > 0 and _fetched_since(previous, fetched):
+            # Running by the counters, and pages were fetched since the last check: no need to read the
+            # URLs table. The counters can be off (a crashed flush), so it is read whenever they say nothing
+            # is queued or nothing moved, and only that read ever calls the crawl drained.
+            if record.queued <= PENDING_SAMPLE:
+                drain = expected_drain_s(record.queued, fetched, now, previous)
+                out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
+            return {**out, "state": "RUNNING", "queued": record.queued}
         pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE)
         if not pending:
             return {**out, "state": "DRAINED", "pending": 0}

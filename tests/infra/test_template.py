@@ -191,7 +191,7 @@ def test_worker_sqs_event_source(sam_template: dict[str, Any]) -> None:
         (
             "UrlsTable",
             [("crawl_id", "HASH"), ("url_key", "RANGE")],
-            {"pending": [("pending_crawl", "HASH"), ("url_key", "RANGE")]},
+            {},
             "expires_at",
         ),
         ("HostsTable", [("host", "HASH"), ("kind", "RANGE")], {}, "expires_at"),

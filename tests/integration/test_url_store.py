@@ -28,21 +28,10 @@ def _table(endpoint: str) -> str:
         AttributeDefinitions=[
             {"AttributeName": "crawl_id", "AttributeType": "S"},
             {"AttributeName": "url_key", "AttributeType": "S"},
-            {"AttributeName": "pending_crawl", "AttributeType": "S"},
         ],
         KeySchema=[
             {"AttributeName": "crawl_id", "KeyType": "HASH"},
             {"AttributeName": "url_key", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": "pending",
-                "KeySchema": [
-                    {"AttributeName": "pending_crawl", "KeyType": "HASH"},
-                    {"AttributeName": "url_key", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
         ],
     )
     return name
@@ -108,6 +97,34 @@ def test_fetch_lease_is_exclusive_expires_and_releases(moto_server: EmbeddedMoto
             done = await store.claim_fetch(msg, now=134.0, lease_s=30.0)
             assert not done.granted and done.held_until is None  # a duplicate: drop it
             assert (await store.pending(CRAWL))[0] == []
+
+    asyncio.run(scenario())
+
+
+def test_pending_reads_one_crawls_queued_urls_from_its_partition(moto_server: EmbeddedMoto) -> None:
+    """No index: the crawl's partition filtered on `pending_crawl`; another crawl's URLs and finished ones
+    are not in it, and a limit below the count says more exist."""
+
+    async def scenario() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as client:
+            table = _table(moto_server.endpoint_url)
+            store = UrlStore(client, table)
+            ours = [_msg(f"/p{i}", depth=i) for i in range(5)]
+            theirs = [FrontierMessage("crawl-2", m.url, m.key, m.depth, parent="p1") for m in ours[:2]]
+            await store.claim(ours + theirs, ["example.test"] * 7, 0.0)
+            await store.finish(
+                [(ours[0], "example.test", "fetched"), (ours[3], "example.test", "fetched")], 1.0
+            )
+            pending, more = await store.pending(CRAWL)
+            assert not more
+            assert sorted((p.url, p.depth, p.host) for p in pending) == [
+                (ours[i].url, i, "example.test") for i in (1, 2, 4)
+            ]
+            some, more = await store.pending(CRAWL, limit=2)
+            assert len(some) == 2 and more
+            assert {p.key for p in (await store.pending("crawl-2"))[0]} == {m.key for m in theirs}
 
     asyncio.run(scenario())
 

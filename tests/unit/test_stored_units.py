@@ -18,10 +18,27 @@ from seolens_core.frontier import FrontierMessage
 URLS, CRAWLS = "urls-t", "crawls-t"
 
 
+def _sparse_index_urls() -> dict[str, Any]:
+    """The URLs table as it was up to 2026-12-02, with a sparse index on `pending_crawl`: the template dropped
+    the index (two write units a URL), the meter must still count it for any table that has one."""
+    properties = dict(load_template(TEMPLATE)["Resources"]["UrlsTable"]["Properties"])
+    properties["GlobalSecondaryIndexes"] = [
+        {
+            "IndexName": "pending",
+            "KeySchema": [
+                {"AttributeName": "pending_crawl", "KeyType": "HASH"},
+                {"AttributeName": "url_key", "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["url", "depth", "host"]},
+        }
+    ]
+    return properties
+
+
 def _schemas() -> dict[str, TableSchema]:
     resources = load_template(TEMPLATE)["Resources"]
     return {
-        URLS: TableSchema.from_description(resources["UrlsTable"]["Properties"]),
+        URLS: TableSchema.from_description(_sparse_index_urls()),
         CRAWLS: TableSchema.from_description(resources["CrawlsTable"]["Properties"]),
     }
 
@@ -43,12 +60,25 @@ def test_update_expressions_name_the_attributes_they_touch() -> None:
 
 
 def test_schemas_come_from_the_template() -> None:
-    urls, crawls = _schemas()[URLS], _schemas()[CRAWLS]
-    assert urls.keys == ("crawl_id", "url_key")
-    (pending,) = urls.indexes
-    assert pending.keys == {"pending_crawl", "url_key"} and pending.projected == {"url", "depth", "host"}
+    resources = load_template(TEMPLATE)["Resources"]
+    urls = TableSchema.from_description(resources["UrlsTable"]["Properties"])
+    assert urls.keys == ("crawl_id", "url_key") and urls.indexes == ()
+    crawls = _schemas()[CRAWLS]
     (by_site,) = crawls.indexes
     assert by_site.keys == {"site", "created_at"}
+    (pending,) = _schemas()[URLS].indexes
+    assert pending.keys == {"pending_crawl", "url_key"} and pending.projected == {"url", "depth", "host"}
+
+
+def test_the_template_urls_table_costs_no_index_writes() -> None:
+    resources = load_template(TEMPLATE)["Resources"]
+    stored = StoredItems({URLS: TableSchema.from_description(resources["UrlsTable"]["Properties"])})
+    store = UrlStore(None, URLS)
+    msg = FrontierMessage(crawl_id="c1", url="https://a.test/x", key="00ff", depth=1, parent="p1")
+    claim = {"TableName": URLS, **store._create(msg, "a.test", 1.0)}
+    assert _units(stored, "PutItem", claim) == 0
+    done = store._item(msg, "a.test", 3.0, done_outcome="fetched")
+    assert _units(stored, "BatchWriteItem", {"RequestItems": {URLS: [{"PutRequest": {"Item": done}}]}}) == 0
 
 
 def test_a_url_enters_and_leaves_the_pending_index_once_each() -> None:

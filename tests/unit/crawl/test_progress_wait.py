@@ -149,3 +149,79 @@ def test_the_monitor_checks_the_last_urls_when_they_should_be_done(
     assert out["state"] == "RUNNING"
     assert out["wait_seconds"] == expected_wait
     assert out["checked_at"] == 1_400.0
+
+
+class _CountedPending(_Pending):
+    """`_Pending` that counts how often the URLs table is read."""
+
+    def __init__(self, n: int, more: bool = False) -> None:
+        super().__init__(n, more)
+        self.reads = 0
+
+    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
+        self.reads += 1
+        return await super().pending(crawl_id, limit)
+
+
+def _check_with_counters(
+    queued: dict[str, int], fetched_before: int, in_table: int
+) -> tuple[dict[str, Any], int]:
+    """One check of a crawl that fetched 10,000 pages, whose counters say `queued` and whose table holds
+    `in_table` pending URLs; returns the answer and how many times the table was read."""
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
+    crawl = _Crawl(settings, started=1_000.0)
+    crawl.record.counters.update({"n_fetched": 10_000, "n_discovered": 12_000, **queued})
+    urls = _CountedPending(in_table)
+    services = ProgressServices(
+        crawls=cast(Any, crawl),
+        urls=cast(Any, urls),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: 1_400.0,
+    )
+    previous = {"state": "RUNNING", "counters": {"n_fetched": fetched_before}, "checked_at": 1_390.0}
+    return asyncio.run(ProgressChecker(services).check("c1", previous)), urls.reads
+
+
+def test_a_crawl_running_by_its_counters_is_not_read_from_the_table() -> None:
+    """Queue counters above zero and pages fetched since the last check: running, without a partition read."""
+    out, reads = _check_with_counters(
+        {"q2": 1_500, "q3": 400, "qs": 100}, fetched_before=9_000, in_table=2_000
+    )
+    assert out["state"] == "RUNNING" and out["queued"] == 2_000
+    assert reads == 0
+
+
+def test_the_last_counted_urls_are_checked_when_they_should_be_done() -> None:
+    out, reads = _check_with_counters({"q5": 30}, fetched_before=8_000, in_table=30)
+    assert reads == 0 and out["state"] == "RUNNING"
+    assert out["wait_seconds"] == 1  # 200 pages/s since the last check, 30 left
+
+
+@pytest.mark.parametrize(
+    ("queued", "fetched_before"),
+    [
+        ({"q2": 3}, 10_000),  # counters say queued, but nothing was fetched since the last check
+        ({"q2": 0, "qs": 0}, 9_000),  # counters say nothing is queued
+        ({"q2": 5, "qs": -5}, 9_000),  # off by a crashed flush: the sum is what counts
+    ],
+)
+def test_only_a_read_of_the_table_calls_a_crawl_drained(queued: dict[str, int], fetched_before: int) -> None:
+    out, reads = _check_with_counters(queued, fetched_before, in_table=0)
+    assert reads == 1 and out["state"] == "DRAINED"
+    out, reads = _check_with_counters(queued, fetched_before, in_table=4)
+    assert reads == 1 and out["state"] == "RUNNING" and out["pending_sample"] == 4
+
+
+def test_the_first_check_reads_the_table() -> None:
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
+    crawl = _Crawl(settings, started=1_000.0)
+    crawl.record.counters.update({"n_fetched": 10, "q1": 40})
+    urls = _CountedPending(0)
+    services = ProgressServices(
+        crawls=cast(Any, crawl),
+        urls=cast(Any, urls),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: 1_400.0,
+    )
+    assert asyncio.run(ProgressChecker(services).check("c1"))["state"] == "DRAINED"
+    assert urls.reads == 1
