@@ -33,6 +33,11 @@ TRANSACT_ATTEMPTS = 4
 TRANSACT_MIN_ITEMS = 3
 """Fewer writes than this go one conditional write each, concurrently: a transaction bills two write units
 an item, and for one or two items it saves at most one call (a polite crawl's batches are that small)."""
+SPREAD_ABOVE = 50_000
+"""URLs above which `pending` reads the partition in key ranges at once: a query returns 1 MB a page, and a
+million URLs (~250 MB) one page after the other outlast the progress function's 30 s."""
+KEY_RANGES = (*"0123456789abcdef", "~")
+"""The first characters of every sort key: hex url_keys, then the journals' items."""
 JOURNAL_MAX_BYTES = 300_000
 """Compressed journal bodies above this are not stored (the batch then publishes before it finishes)."""
 
@@ -459,17 +464,33 @@ class UrlStore:
                     await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
         return set(stored)
 
-    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
-        """Queued URLs of a crawl (up to `limit`) and whether more exist: the crawl's partition, filtered on
-        `pending_crawl` (an unpublished journal's marker carries it too, with no URL)."""
+    async def pending(
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
+    ) -> tuple[list[PendingUrl], bool]:
+        """Queued URLs of a crawl (up to `limit`, in key order) and whether more exist: the crawl's partition,
+        filtered on `pending_crawl` (an unpublished journal's marker carries it too, with no URL). A crawl of
+        more than `SPREAD_ABOVE` URLs (`urls_hint`) is read in its 17 key ranges at once."""
+        if urls_hint <= SPREAD_ABOVE:
+            return await self._pending_in(crawl_id, "", limit)
+        ranges = await asyncio.gather(*(self._pending_in(crawl_id, p, limit) for p in KEY_RANGES))
+        out = [url for found, _ in ranges for url in found]
+        return out[:limit], len(out) > limit or any(more for _, more in ranges)
+
+    async def _pending_in(self, crawl_id: str, prefix: str, limit: int) -> tuple[list[PendingUrl], bool]:
+        """`pending` among the keys starting with `prefix` (all of them for "")."""
         out: list[PendingUrl] = []
+        values = {":c": {"S": crawl_id}}
+        condition = "crawl_id = :c"
+        if prefix:
+            values[":p"] = {"S": prefix}
+            condition += " AND begins_with(url_key, :p)"
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "crawl_id = :c",
+            "KeyConditionExpression": condition,
             "FilterExpression": "attribute_exists(pending_crawl)",
             "ProjectionExpression": "url_key, #u, #d, #h",
             "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
-            "ExpressionAttributeValues": {":c": {"S": crawl_id}},
+            "ExpressionAttributeValues": values,
         }
         while True:
             resp = await self._client.query(**kwargs)

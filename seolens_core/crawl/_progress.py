@@ -115,13 +115,14 @@ class ProgressChecker:
                 drain = expected_drain_s(record.queued, fetched, now, previous)
                 out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
             return {**out, "state": "RUNNING", "queued": record.queued}
-        pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE)
+        urls = record.counters.get("n_discovered", 0)
+        pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE, urls_hint=urls)
         if not pending:
             return {**out, "state": "DRAINED", "pending": 0}
         given_up: set[str] = set()
         if await self._all_given_up({p.host for p in pending}, given_up) and more:
             # Many URLs wait behind unreachable hosts: look at every pending host before calling it drained.
-            pending, more = await s.urls.pending(crawl_id, limit=PENDING_FULL_SCAN)
+            pending, more = await s.urls.pending(crawl_id, limit=PENDING_FULL_SCAN, urls_hint=urls)
             if more or not await self._all_given_up({p.host for p in pending}, given_up):
                 return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
         if all(p.host in given_up for p in pending):

@@ -163,7 +163,9 @@ class Reporter:
             await sitemap_spool.add(shard_of(row["url"], shards), [row["url"], row.get("lastmod")])
         await sitemap_spool.flush()
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
-        pending, more_pending = await s.urls.pending(crawl_id, limit=100_000)
+        pending, more_pending = await s.urls.pending(
+            crawl_id, limit=100_000, urls_hint=record.counters.get("n_discovered", 0)
+        )
         n_pending = len(pending)
         for p in pending:
             row = {"url": p.url, "status": None, "depth": p.depth, "outcome": "pending"}

@@ -13,7 +13,7 @@ from aiobotocore.session import get_session
 
 from infra.local.moto_server import EmbeddedMoto
 from seolens_core.adapters.crawls import CrawlStore
-from seolens_core.adapters.urls import DONE, FETCHING, QUEUED, Journal, UrlStore
+from seolens_core.adapters.urls import DONE, FETCHING, KEY_RANGES, QUEUED, SPREAD_ABOVE, Journal, UrlStore
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import url_key_hex
 
@@ -125,6 +125,38 @@ def test_pending_reads_one_crawls_queued_urls_from_its_partition(moto_server: Em
             some, more = await store.pending(CRAWL, limit=2)
             assert len(some) == 2 and more
             assert {p.key for p in (await store.pending("crawl-2"))[0]} == {m.key for m in theirs}
+
+    asyncio.run(scenario())
+
+
+def test_a_large_crawls_pending_urls_are_read_in_key_ranges_with_the_same_answer(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """Above SPREAD_ABOVE URLs the partition is read in 17 ranges at once: the same URLs (journal markers
+    included), in key order, and the same `more` at a limit."""
+
+    async def scenario() -> None:
+        async with get_session().create_client(
+            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+        ) as client:
+            table = _table(moto_server.endpoint_url)
+            store = UrlStore(client, table)
+            msgs = [_msg(f"/r{i}") for i in range(60)]
+            await store.claim(msgs, ["example.test"] * 60, 0.0)
+            await store.finish([(m, "example.test", "fetched") for m in msgs[:20]], 1.0)
+            await store.finish([], 2.0, [Journal.build(CRAWL, "part-9", {"pages": []})])
+            queries: list[dict[str, Any]] = []
+            client.meta.events.register(
+                "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params)
+            )
+            one, more_one = await store.pending(CRAWL, urls_hint=60)
+            assert len(queries) == 1
+            spread, more_spread = await store.pending(CRAWL, urls_hint=SPREAD_ABOVE + 1)
+            assert len(queries) >= 1 + len(KEY_RANGES)
+            assert [p.key for p in spread] == [p.key for p in one] == sorted(p.key for p in one)
+            assert len(one) == 41 and one[-1].key == "~j-part-9" and not more_one and not more_spread
+            head, more = await store.pending(CRAWL, limit=10, urls_hint=SPREAD_ABOVE + 1)
+            assert [p.key for p in head] == [p.key for p in one[:10]] and more
 
     asyncio.run(scenario())
 

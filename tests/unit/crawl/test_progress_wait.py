@@ -58,7 +58,9 @@ class _Crawl:
 
 
 class _OnePending:
-    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
+    async def pending(
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
+    ) -> tuple[list[PendingUrl], bool]:
         return [PendingUrl("http://shop.example/a", "k", 1, "http://shop.example")], False
 
 
@@ -114,7 +116,9 @@ class _Pending:
     def __init__(self, n: int, more: bool = False) -> None:
         self.n, self.more = n, more
 
-    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
+    async def pending(
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
+    ) -> tuple[list[PendingUrl], bool]:
         urls = [
             PendingUrl(f"http://shop.example/{i}", f"k{i}", 1, "http://shop.example") for i in range(self.n)
         ]
@@ -158,7 +162,9 @@ class _CountedPending(_Pending):
         super().__init__(n, more)
         self.reads = 0
 
-    async def pending(self, crawl_id: str, limit: int = 1000) -> tuple[list[PendingUrl], bool]:
+    async def pending(
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
+    ) -> tuple[list[PendingUrl], bool]:
         self.reads += 1
         return await super().pending(crawl_id, limit)
 
