@@ -9,7 +9,8 @@ Billed-unit rules (AWS pricing pages, us-east-1, Standard queues / on-demand tab
   messages are well under 64 KB). A batch of 10 messages is one request.
 - DynamoDB on-demand: one WRU per item write up to 1 KB (conditional writes that fail are billed too),
   one RRU per strongly consistent read up to 4 KB, half for an eventually consistent one (the meter counts
-  BatchGetItem keys so; a single GetItem or Query is billed the full unit, an upper bound). Batch calls
+  BatchGetItem keys so, and a Query or Scan by the items it examined, see `answered_read_units`; a single
+  GetItem is billed the full unit, an upper bound). Batch calls
   are billed per item, transactions twice per item. An item a PutItem, batch or
   transaction puts is counted per started KB (the meter sizes it from the request: batch journals are tens
   of KB); an update or delete per started KB of the item its answer returns (a busy host's pacing item),
@@ -61,7 +62,8 @@ _BATCH_MAX_ITEMS = {
     "TransactGetItems": 100.0,
 }
 _DDB_WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
-_DDB_READS = {"GetItem", "Query", "Scan"}
+_DDB_READS = {"GetItem"}
+_DDB_PAGED_READS = {"Query", "Scan"}
 _DDB_FREE = {
     "CreateTable",
     "DescribeTable",
@@ -158,6 +160,8 @@ def billed_units(usage: Usage) -> BilledUnits:
                 wru += count * usage.batch_items.get(op, 1.0)
             elif op in _DDB_READS:
                 rru += count
+            elif op in _DDB_PAGED_READS:
+                rru += count * usage.batch_items.get(op, 1.0)
             elif op == "BatchWriteItem":
                 wru += count * items
             elif op == "BatchGetItem":

@@ -13,6 +13,10 @@ INDEX_WRITES = "dynamodb.IndexWrites"
 """The `items()` key of the write units global secondary indexes consumed (not an API call)."""
 _WRITES = "seolens.writes"
 _READ = "seolens.read"
+_CONSISTENT = "seolens.consistent"
+SCANNED_ITEM_BYTES = 512
+"""What the meter takes each item a query or scan examined to weigh: it sees only the items a filter kept, and
+AWS bills every item read (4 KB a read unit). A URL item measures ~300 bytes; this bound is generous."""
 _WHOLE = ("ALL_NEW", "ALL_OLD")
 
 
@@ -63,6 +67,16 @@ def answered_write_units(operation: str, parsed: Any) -> int | None:
     return write_units(item) if item else 1
 
 
+def answered_read_units(operation: str, parsed: Any, consistent: bool) -> float | None:
+    """Read units of a Query or Scan page: every item it examined (`ScannedCount`, the filter's rejects
+    included) at `SCANNED_ITEM_BYTES`, rounded up to 4 KB, half when eventually consistent."""
+    if operation not in ("Query", "Scan") or not isinstance(parsed, dict):
+        return None
+    scanned = parsed.get("ScannedCount", parsed.get("Count", 0))
+    blocks = max(1, -(-int(scanned) * SCANNED_ITEM_BYTES // 4096)) if isinstance(scanned, int) else 1
+    return blocks * (1.0 if consistent else 0.5)
+
+
 class CallMeter:
     """Thread-safe tally of AWS API calls, and of the items (billed units) DynamoDB calls carry; attach it to
     any botocore or aiobotocore client."""
@@ -103,8 +117,11 @@ class CallMeter:
             ctx = context if isinstance(context, dict) else {}
             writes, read_table = ctx.pop(_WRITES, None), ctx.pop(_READ, None)
             answer = parsed if isinstance(parsed, dict) else {}
-            units = answered_write_units(model.name, parsed)
-            if units is not None and writes:
+            consistent = bool(ctx.pop(_CONSISTENT, False))
+            units: float | None = answered_write_units(model.name, parsed)
+            if units is None:
+                units = answered_read_units(model.name, parsed, consistent)
+            elif writes:
                 units = max(units, self._stored_units(writes[0][0]))
             if units is not None:
                 self._add_items(f"{service}.{model.name}", units)
@@ -142,6 +159,8 @@ class CallMeter:
     def _make_items_hook(self, service: str) -> Any:
         def hook(model: Any, params: Any = None, context: Any = None, **_: Any) -> None:
             items = batch_size(model.name, params)  # the API parameters, before serialisation
+            if model.name in ("Query", "Scan") and isinstance(context, dict) and isinstance(params, dict):
+                context[_CONSISTENT] = bool(params.get("ConsistentRead"))
             if self._stored is not None and service == "dynamodb" and isinstance(params, dict):
                 items = self._planned(model.name, params, context, items)
             if items is not None:

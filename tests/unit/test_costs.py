@@ -48,3 +48,14 @@ def test_single_item_writes_bill_their_metered_units() -> None:
         Usage(calls={"dynamodb.UpdateItem": 10, "dynamodb.PutItem": 2}, batch_items={"UpdateItem": 2.5})
     )
     assert units.dynamodb_wru == 10 * 2.5 + 2
+
+
+def test_queries_bill_their_metered_read_units_and_a_get_one() -> None:
+    """A query page of a whole partition is metered by the items it examined; without a figure, one unit."""
+    units = billed_units(
+        Usage(
+            calls={"dynamodb.Query": 4, "dynamodb.Scan": 1, "dynamodb.GetItem": 3},
+            batch_items={"Query": 90.5},
+        )
+    )
+    assert units.dynamodb_rru == 4 * 90.5 + 1 + 3

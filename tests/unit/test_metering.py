@@ -85,3 +85,26 @@ def test_single_item_writes_are_sized_from_the_item_put_or_answered() -> None:
         client.put_item(TableName="t", Item=big)
     assert meter.snapshot() == {"dynamodb.PutItem": 1, "dynamodb.UpdateItem": 3}
     assert meter.items() == {"dynamodb.PutItem": 3, "dynamodb.UpdateItem": 3 + 1 + 3}
+
+
+def test_a_query_is_billed_by_the_items_it_examined_not_those_its_filter_kept() -> None:
+    """A filtered read of a crawl's partition (the pending URLs) examines every item: 3,000 items at 512 bytes
+    are 375 blocks of 4 KB, 187.5 read units eventually consistent, 375 consistent, one item or none 0.5."""
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    meter = CallMeter()
+    meter.attach(client)
+    query = {
+        "TableName": "t",
+        "KeyConditionExpression": "k = :k",
+        "ExpressionAttributeValues": {":k": {"S": "a"}},
+    }
+    with Stubber(client) as stub:
+        stub.add_response("query", {"Items": [], "Count": 0, "ScannedCount": 3000})
+        stub.add_response("query", {"Items": [], "Count": 0, "ScannedCount": 3000})
+        stub.add_response("query", {"Items": [], "Count": 0, "ScannedCount": 0})
+        client.query(**query)
+        client.query(**query, ConsistentRead=True)
+        client.query(**query)
+    assert meter.items() == {"dynamodb.Query": 187.5 + 375 + 0.5}
