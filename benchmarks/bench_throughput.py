@@ -161,6 +161,12 @@ class RunResult:
     pages: int
     requests: Counter[str]
     extra: dict[str, object] = field(default_factory=dict)
+    before_first_s: float = 0.0
+    """From the process's start to its first request to the site (imports, set-up, robots)."""
+    fetching_s: float = 0.0
+    """From its first page request to its last one."""
+    after_last_s: float = 0.0
+    """From its last request to the process's exit (the report, for seolens)."""
 
     @property
     def pages_per_s(self) -> float:
@@ -177,6 +183,7 @@ def _measure(
     before_log = log.stat().st_size if log.exists() else 0
     before = os.times()
     t0 = time.perf_counter()
+    started_at = time.time()
     output = log.with_name(f"{name}-output.log")  # kept: the crawler's logs explain a slow or stalled run
     with output.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, text=True)
@@ -186,6 +193,7 @@ def _measure(
         sampler.start()
         proc.wait()
     wall = time.perf_counter() - t0
+    ended_at = time.time()
     stop.set()
     sampler.join()
     after = os.times()
@@ -197,6 +205,8 @@ def _measure(
     emu = sum(sample.cpu_s.get(pid, 0.0) for pid in sample.emulator_pids)
     requests: Counter[str] = Counter()
     pages = 0
+    times: list[float] = []
+    page_times: list[float] = []
     with log.open(encoding="utf-8") as fh:
         fh.seek(before_log)
         for line in fh:
@@ -206,9 +216,16 @@ def _measure(
             uri = row["uri"]
             kind = "page" if uri == "/" or uri.startswith("/p/") else uri.split("?")[0]
             requests[f"{kind} {row['status']}"] += 1
+            times.append(float(row["t"]))
             if kind == "page" and row["status"] == 200:
                 pages += 1
-    return RunResult(name, wall, cpu, emu, sample.peak_rss_mb, sample.peak_emulator_rss_mb, pages, requests)
+                page_times.append(float(row["t"]))
+    result = RunResult(name, wall, cpu, emu, sample.peak_rss_mb, sample.peak_emulator_rss_mb, pages, requests)
+    if times and page_times:
+        result.before_first_s = max(min(times) - started_at, 0.0)
+        result.fetching_s = max(page_times) - min(page_times)
+        result.after_last_s = max(ended_at - max(times), 0.0)
+    return result
 
 
 def _ensure_nginx() -> str:
@@ -346,6 +363,12 @@ def _print(result: RunResult) -> None:
         f"peak RSS {result.peak_rss_mb:.0f} MB (emulator {result.emulator_rss_mb:.0f} MB)"
     )
     print(f"         nginx log: {dict(sorted(result.requests.items()))}")
+    if result.fetching_s:
+        print(
+            f"         wall: {result.before_first_s:.1f} s before the first request, {result.fetching_s:.1f} s from "
+            f"the first page to the last ({result.pages / result.fetching_s:.1f} pages/s), "
+            f"{result.after_last_s:.1f} s after the last request"
+        )
     if result.emulator_cpu_s:
         print(
             f"         emulator CPU {result.emulator_cpu_s:.1f} s "
