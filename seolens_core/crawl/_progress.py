@@ -110,10 +110,10 @@ class ProgressChecker:
         if record.queued > 0 and _fetched_since(previous, fetched):
             # Running by the counters, and pages were fetched since the last check: no need to read the
             # URLs table. The counters can be off (a crashed flush), so it is read whenever they say nothing
-            # is queued or nothing moved, and only that read ever calls the crawl drained.
-            if record.queued <= PENDING_SAMPLE:
-                drain = expected_drain_s(record.queued, fetched, now, previous)
-                out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
+            # is queued or nothing moved, and only that read ever calls the crawl drained. The count is known
+            # whatever its size: the next check comes when the queue should be empty, if that is sooner.
+            drain = expected_drain_s(record.queued, fetched, now, previous)
+            out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
             return {**out, "state": "RUNNING", "queued": record.queued}
         urls = record.counters.get("n_discovered", 0)
         pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE, urls_hint=urls)

@@ -201,6 +201,11 @@ def test_the_last_counted_urls_are_checked_when_they_should_be_done() -> None:
     out, reads = _check_with_counters({"q5": 30}, fetched_before=8_000, in_table=30)
     assert reads == 0 and out["state"] == "RUNNING"
     assert out["wait_seconds"] == 1  # 200 pages/s since the last check, 30 left
+    # 1,000 queued at 200 pages/s: in 5 s, not at the grown wait (20 s at 400 s of age)
+    out, reads = _check_with_counters({"q5": 1_000}, fetched_before=8_000, in_table=1_000)
+    assert reads == 0 and out["wait_seconds"] == 5
+    out, _ = _check_with_counters({"q5": 10_000}, fetched_before=8_000, in_table=10_000)
+    assert out["wait_seconds"] == 20  # 50 s away: the grown wait
 
 
 @pytest.mark.parametrize(
