@@ -833,3 +833,81 @@ def test_index_sort_by_plain_values_equals_upstreams(monkeypatch: pytest.MonkeyP
         without = [*items, type(items[0])(hash_key=items[0].hash_key, range_key=items[0].range_key, attrs={})]
         with pytest.raises(KeyError):  # upstream's answer to an item without the attribute
             patched(table, ["g", "k"], ["r", "s"], without)
+
+
+def _query_pages(query: Any, table: Any, **kwargs: Any) -> list[tuple[list[dict[str, Any]], int, Any]]:
+    """Every page of one query (each: items as JSON, examined count, LastEvaluatedKey as JSON)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    pages = []
+    start = None
+    while True:
+        items, examined, last = query(table, exclusive_start_key=start, **kwargs)
+        last_json = {k: v.to_json() if isinstance(v, DynamoType) else v for k, v in (last or {}).items()}
+        pages.append(([i.to_json()["Attributes"] for i in items], examined, last_json or None))
+        if not last:
+            return pages
+        start = last_json
+
+
+def test_partition_pages_equal_upstreams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Patch 15: each page of a base-table query (no key condition on the sort key, or `begins_with`; a
+    filter; a projection; a Limit; the 1 MB page) holds the items, examined count and last key upstream's
+    holds, in a partition beside another one, with items of every size."""
+    import random
+
+    from moto import mock_aws
+    from moto.dynamodb.models import get_filter_expression
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_STS"):
+        monkeypatch.delenv(name, raising=False)  # a local cloud of another test: not here
+    moto_patches.apply()
+    patched = Table.query
+    upstream = patched.__wrapped__  # type: ignore[attr-defined]
+    rng = random.Random(15)
+    with mock_aws():
+        table = _table_with_index([])
+        for i in range(400):
+            item: dict[str, Any] = {
+                "k": {"S": "c1" if i % 9 else "c2"},
+                "s": {"S": f"{rng.getrandbits(64):016x}" if i % 50 else f"~j-{i:04d}"},
+                "url": {"S": f"http://shop.test/p/{i}.html"},
+                "depth": {"N": str(i % 7)},
+            }
+            if i % 3 == 0:
+                item["pending_crawl"] = {"S": "c1"}
+            if i % 4 == 0:
+                item["blob"] = {"S": "x" * rng.randrange(1_000, 40_000)}  # pages end on the 1 MB limit
+            if i % 11 == 0:
+                item["hosts"] = {"SS": ["a", "b"]}
+            table.put_item(item)
+        pending = get_filter_expression("attribute_exists(pending_crawl)", {}, {})
+        shallow = get_filter_expression("#d < :d", {"#d": "depth"}, {":d": {"N": "3"}})
+        cases: list[dict[str, Any]] = [
+            {},
+            {"filter_expression": pending, "projection_expressions": [["s"], ["url"], ["depth"]]},
+            {"filter_expression": shallow, "limit": 7},
+            {"range_comparison": "BEGINS_WITH", "range_objs": [DynamoType({"S": "a"})]},
+            {
+                "range_comparison": "BEGINS_WITH",
+                "range_objs": [DynamoType({"S": "~"})],
+                "filter_expression": pending,
+            },
+        ]
+        plain = {
+            "hash_key": DynamoType({"S": "c1"}),
+            "range_comparison": None,
+            "range_objs": [],
+            "limit": None,
+            "scan_index_forward": True,
+            "projection_expressions": None,
+        }
+        for case in cases:
+            ours = _query_pages(patched, table, **{**plain, **case})
+            theirs = _query_pages(upstream, table, **{**plain, **case})
+            assert ours == theirs, case
+            assert sum(len(items) for items, _, _ in ours) > 0
+        assert len(_query_pages(patched, table, **plain)) >= 3  # pages that end on the 1 MB limit
+        assert all(moto_patches.item_size(i) == i.size() for i in table.all_items())
