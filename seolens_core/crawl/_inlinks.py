@@ -285,7 +285,7 @@ class InlinkCounter:
         depth: dict[str, int] = {} if raw is None else loads(raw)
         if level == 0:
             depth.update((u, 0) for u in starts if shard_of(u, shards) == shard)
-        reached: list[str] = []
+        found = False
         if frontier:
             raw = await self.store.get_object(f"{_base(crawl_id)}graph/{cursor['step']:06d}/{shard:04d}.json")
             graph: dict[str, list[int]] = loads(raw or b"{}")
@@ -293,10 +293,13 @@ class InlinkCounter:
             for target, sources in graph.items():
                 if target not in depth and any(_contains(frontier, k) for k in sources):
                     depth[target] = level + 1
-                    reached.append(target)
+                    found = True
             del graph
-        if reached or level == 0:
+        if found or level == 0:
             await self.store.put_object(f"{base}{shard:04d}.json", dumps(depth))
+        # From the map, not from this run's finds: a retried step (its depth map written, its level file not)
+        # finds nothing new, but the level's URLs are still the next frontier.
+        reached = [target for target, d in depth.items() if d == level + 1]
         keys = array("Q", sorted(url_key(u) for u in reached))
         await self.store.put_object(
             f"{base}level/{level + 1:04d}/{shard:04d}.bin", keys.tobytes(), "application/octet-stream"

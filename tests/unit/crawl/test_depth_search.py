@@ -51,14 +51,17 @@ def put_parts(store: MemoryObjects, parts: list[list[dict[str, Any]]]) -> None:
 
 
 def search(
-    store: MemoryObjects, shards: int, starts: list[str], budget: int = 5
+    store: MemoryObjects, shards: int, starts: list[str], budget: int = 5, *, retried: bool = False
 ) -> tuple[dict[str, int], int]:
-    """Run every step (one per invocation, as the Orphans loop does) and read the depths back from the store."""
+    """Run every step (one per invocation, as the Orphans loop does) and read the depths back from the store.
+    `retried`: every step runs twice, as an invocation that timed out after its writes and is run again."""
     counter = InlinkCounter(store, edge_budget=budget)
 
     async def go() -> tuple[dict[str, int], int]:
         cursor, steps = start_cursor(shards), 0
         while not is_done(cursor):
+            if retried:
+                await InlinkCounter(store, edge_budget=budget).step(CRAWL, cursor, starts)
             # a fresh counter per invocation: nothing survives in memory between steps
             cursor = await InlinkCounter(store, edge_budget=budget).step(CRAWL, cursor, starts)
             assert len(json.dumps(cursor)) < 200, cursor  # the checkpoint never carries URL lists
@@ -83,6 +86,22 @@ def test_sharded_search_equals_the_in_memory_bfs(
     store = MemoryObjects()
     put_parts(store, parts)
     found, _ = search(store, shards, starts)
+    assert found == reference_depths([r for p in parts for r in p], starts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=st.lists(st.lists(link, max_size=12), max_size=6),
+    shards=st.integers(1, 4),
+    starts=st.lists(st.sampled_from(URLS), min_size=1, max_size=2, unique=True),
+)
+def test_a_retried_depth_step_finds_the_same_frontier(
+    parts: list[list[dict[str, Any]]], shards: int, starts: list[str]
+) -> None:
+    """A step run again after its depth map was written must still hand its level's URLs to the next one."""
+    store = MemoryObjects()
+    put_parts(store, parts)
+    found, _ = search(store, shards, starts, retried=True)
     assert found == reference_depths([r for p in parts for r in p], starts)
 
 
