@@ -79,29 +79,15 @@ def search(
     parts=st.lists(st.lists(link, max_size=12), max_size=8),
     shards=st.integers(1, 5),
     starts=st.lists(st.sampled_from(URLS), min_size=1, max_size=2, unique=True),
+    retried=st.booleans(),
 )
 def test_sharded_search_equals_the_in_memory_bfs(
-    parts: list[list[dict[str, Any]]], shards: int, starts: list[str]
+    parts: list[list[dict[str, Any]]], shards: int, starts: list[str], retried: bool
 ) -> None:
+    """`retried`: a step re-run after its depth map was written must still hand its level to the next one."""
     store = MemoryObjects()
     put_parts(store, parts)
-    found, _ = search(store, shards, starts)
-    assert found == reference_depths([r for p in parts for r in p], starts)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    parts=st.lists(st.lists(link, max_size=12), max_size=6),
-    shards=st.integers(1, 4),
-    starts=st.lists(st.sampled_from(URLS), min_size=1, max_size=2, unique=True),
-)
-def test_a_retried_depth_step_finds_the_same_frontier(
-    parts: list[list[dict[str, Any]]], shards: int, starts: list[str]
-) -> None:
-    """A step run again after its depth map was written must still hand its level's URLs to the next one."""
-    store = MemoryObjects()
-    put_parts(store, parts)
-    found, _ = search(store, shards, starts, retried=True)
+    found, _ = search(store, shards, starts, retried=retried)
     assert found == reference_depths([r for p in parts for r in p], starts)
 
 
