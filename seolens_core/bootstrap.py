@@ -116,7 +116,11 @@ class Container:
 
     @cached_property
     def progress(self) -> ProgressChecker:
-        return ProgressChecker(ProgressServices(self.crawls, self.urls, self.robots))
+        return ProgressChecker(
+            ProgressServices(
+                self.crawls, self.urls, self.robots, publish_journal=self.dead_letter_drain.publish
+            )
+        )
 
     @cached_property
     def reporter(self) -> Reporter:

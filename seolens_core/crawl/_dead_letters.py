@@ -75,7 +75,7 @@ class DeadLetterDrain:
             journals = await s.urls.unpublished([(msg.crawl_id, part)]) if part else []
             if not journals:
                 return "duplicate"
-            await self._publish(journals[0])
+            await self.publish(journals[0])
             return "republished"
         settings = record.settings
         active = not record.status.terminal and record.status is not CrawlStatus.FINISHING
@@ -96,7 +96,7 @@ class DeadLetterDrain:
         )
         return "dead_letter" if won else "duplicate"
 
-    async def _publish(self, journal: Journal) -> None:
+    async def publish(self, journal: Journal) -> None:
         """What the crashed flush left unpublished: its rows and messages, then its counters with the close."""
         s = self.s
         pages: dict[str, list[dict[str, Any]]] = {}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from seolens_core.adapters.crawls import CrawlStatus, CrawlStore
-from seolens_core.adapters.urls import UrlStore
+from seolens_core.adapters.urls import JOURNAL_MARK, Journal, PendingUrl, UrlStore
 from seolens_core.crawl._robots_gate import RobotsGate
 
 SUSPENDED_FAILURES_TO_GIVE_UP = 3
@@ -19,6 +19,12 @@ running. The back-off is base * 2**(n-1), so that is about 3 x `robots_retry_bas
 PENDING_SAMPLE = 200
 PENDING_FULL_SCAN = 100_000
 """Only when every host of the sample is given up are all pending URLs read, to see every pending host."""
+ORPHAN_JOURNAL_S = 120.0
+"""A batch journal still open this long after its flush, with nothing else of the crawl pending, is published
+by the progress check. Its batch's records normally republish it when they come back; but a later finish of
+one of its URLs (another copy of the message, e.g. a disallowed URL finished twice) overwrites the pointer
+they follow, and then nothing ever would: the crawl never drained (seen in the crash e2e test). Publishing is
+idempotent (rows deduplicated by the report, messages by the fetch side, counters applied with the close)."""
 PROGRESS_WAIT_FRACTION = 0.05
 MAX_PROGRESS_WAIT_S = 30
 
@@ -70,6 +76,14 @@ class ProgressServices:
     urls: UrlStore
     robots: RobotsGate
     clock: Callable[[], float] = time.time
+    publish_journal: Callable[[Journal], Awaitable[None]] | None = None
+    """Publishes an orphaned batch journal (`DeadLetterDrain.publish`); None: orphans are left open."""
+
+
+def journal_age_s(key: str, now: float) -> float | None:
+    """Seconds since the flush that wrote the journal marker `key` (its part id starts with epoch ms)."""
+    digits = key[len(JOURNAL_MARK) :].split("-", 1)[0]
+    return now - int(digits) / 1000 if digits.isdigit() else None
 
 
 class ProgressChecker:
@@ -117,6 +131,8 @@ class ProgressChecker:
             return {**out, "state": "RUNNING", "queued": record.queued}
         urls = record.counters.get("n_discovered", 0)
         pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE, urls_hint=urls)
+        if pending and not more and await self._publish_orphans(crawl_id, pending, now):
+            pending, more = await s.urls.pending(crawl_id, limit=PENDING_SAMPLE, urls_hint=urls)
         if not pending:
             return {**out, "state": "DRAINED", "pending": 0}
         given_up: set[str] = set()
@@ -136,6 +152,17 @@ class ProgressChecker:
             drain = expected_drain_s(len(pending), fetched, now, previous)
             out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
         return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
+
+    async def _publish_orphans(self, crawl_id: str, pending: list[PendingUrl], now: float) -> bool:
+        """When only batch journals are pending and all are older than ORPHAN_JOURNAL_S, publish them (True)."""
+        publish = self.s.publish_journal
+        ages = [journal_age_s(p.key, now) if p.key.startswith(JOURNAL_MARK) else None for p in pending]
+        if publish is None or any(age is None or age < ORPHAN_JOURNAL_S for age in ages):
+            return False
+        parts = [(crawl_id, p.key[len(JOURNAL_MARK) :]) for p in pending]
+        for journal in await self.s.urls.unpublished(parts):
+            await publish(journal)
+        return True
 
     async def _all_given_up(self, hosts: set[str], given_up: set[str]) -> bool:
         """True when every host is suspended by robots.txt failures and has been retried enough;

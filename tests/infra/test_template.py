@@ -70,6 +70,7 @@ ALLOWED_RESOURCES = {
         "UrlsTable",
         "HostsTable",  # suspended hosts: their pending URLs are reported, not waited for
         "CrawlsTable",
+        "ResultsBucket",  # an orphaned batch journal's rows, published by the progress check
     },
     "ReportFunction": {
         "ReportLogGroup",

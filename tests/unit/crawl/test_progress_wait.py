@@ -8,12 +8,14 @@ from typing import Any, cast
 import pytest
 
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
-from seolens_core.adapters.urls import PendingUrl
+from seolens_core.adapters.urls import JOURNAL_MARK, Journal, PendingUrl
 from seolens_core.crawl._progress import (
     MAX_PROGRESS_WAIT_S,
+    ORPHAN_JOURNAL_S,
     ProgressChecker,
     ProgressServices,
     expected_drain_s,
+    journal_age_s,
     progress_wait_s,
 )
 from seolens_core.settings import CrawlSettings
@@ -236,3 +238,70 @@ def test_the_first_check_reads_the_table() -> None:
     )
     assert asyncio.run(ProgressChecker(services).check("c1"))["state"] == "DRAINED"
     assert urls.reads == 1
+
+
+class _Journals:
+    """A URLs table holding only open batch journals (and, with `url`, one queued URL)."""
+
+    def __init__(self, parts: list[str], url: bool = False) -> None:
+        self.parts, self.url = list(parts), url
+        self.asked: list[tuple[str, str]] = []
+
+    async def pending(
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
+    ) -> tuple[list[PendingUrl], bool]:
+        rows = [PendingUrl("", JOURNAL_MARK + p, 0, "") for p in self.parts]
+        if self.url:
+            rows.append(PendingUrl("http://shop.example/a", "0a", 1, "http://shop.example"))
+        return rows, False
+
+    async def unpublished(self, parts: list[tuple[str, str]]) -> list[Journal]:
+        self.asked += parts
+        return [Journal.build(c, p, {"pages": []}) for c, p in parts]
+
+
+def _check_journals(urls: _Journals, now: float) -> tuple[dict[str, Any], list[str]]:
+    published: list[str] = []
+
+    async def publish(journal: Journal) -> None:
+        published.append(journal.part)
+        urls.parts.remove(journal.part)  # its close deletes the marker
+
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
+    services = ProgressServices(
+        crawls=cast(Any, _Crawl(settings, started=now - 600)),
+        urls=cast(Any, urls),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: now,
+        publish_journal=publish,
+    )
+    return asyncio.run(ProgressChecker(services).check("c1")), published
+
+
+def test_journals_left_open_with_nothing_else_pending_are_published_and_the_crawl_drains() -> None:
+    """Seen in the crash e2e test: a journal whose URLs a later finish re-pointed stayed open for ever."""
+    now = 2_000_000_000.0
+    old = [f"{int((now - ORPHAN_JOURNAL_S - 5) * 1000):013d}-aaaa", f"{int((now - 900) * 1000):013d}-bbbb"]
+    out, published = _check_journals(_Journals(old), now)
+    assert published == old and out["state"] == "DRAINED"
+
+
+@pytest.mark.parametrize(
+    ("ages", "with_url"),
+    [
+        ([ORPHAN_JOURNAL_S + 5, 10.0], False),  # one may still be closed by its own batch
+        ([ORPHAN_JOURNAL_S + 5], True),  # a URL is still pending: the crawl runs anyway
+    ],
+)
+def test_young_journals_or_pending_urls_leave_journals_to_their_batches(
+    ages: list[float], with_url: bool
+) -> None:
+    now = 2_000_000_000.0
+    urls = _Journals([f"{int((now - age) * 1000):013d}-cccc{i}" for i, age in enumerate(ages)], url=with_url)
+    out, published = _check_journals(urls, now)
+    assert published == [] and urls.asked == [] and out["state"] == "RUNNING"
+
+
+def test_a_journal_age_comes_from_its_part_id() -> None:
+    assert journal_age_s(JOURNAL_MARK + "1796223886529-f15e43343eb3", 1796223896.529) == pytest.approx(10.0)
+    assert journal_age_s(JOURNAL_MARK + "not-a-time", 0.0) is None
