@@ -4,8 +4,9 @@ exclusive and expires, and one batch may finish the same URL twice."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import boto3
@@ -35,6 +36,15 @@ def _table(endpoint: str) -> str:
         ],
     )
     return name
+
+
+@contextlib.asynccontextmanager
+async def _new_store(moto_server: EmbeddedMoto) -> AsyncIterator[tuple[Any, UrlStore]]:
+    """An aiobotocore client and a UrlStore on a new table of the moto server."""
+    async with get_session().create_client(
+        "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
+    ) as client:
+        yield client, UrlStore(client, _table(moto_server.endpoint_url))
 
 
 def _msg(path: str, parent: str | None = "p1", depth: int = 1) -> FrontierMessage:
@@ -106,11 +116,7 @@ def test_pending_reads_one_crawls_queued_urls_from_its_partition(moto_server: Em
     are not in it, and a limit below the count says more exist."""
 
     async def scenario() -> None:
-        async with get_session().create_client(
-            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
-        ) as client:
-            table = _table(moto_server.endpoint_url)
-            store = UrlStore(client, table)
+        async with _new_store(moto_server) as (_, store):
             ours = [_msg(f"/p{i}", depth=i) for i in range(5)]
             theirs = [FrontierMessage("crawl-2", m.url, m.key, m.depth, parent="p1") for m in ours[:2]]
             await store.claim(ours + theirs, ["example.test"] * 7, 0.0)
@@ -136,11 +142,7 @@ def test_a_large_crawls_pending_urls_are_read_in_key_ranges_with_the_same_answer
     included), in key order, and the same `more` at a limit."""
 
     async def scenario() -> None:
-        async with get_session().create_client(
-            "dynamodb", endpoint_url=moto_server.endpoint_url, region_name="us-east-1"
-        ) as client:
-            table = _table(moto_server.endpoint_url)
-            store = UrlStore(client, table)
+        async with _new_store(moto_server) as (client, store):
             msgs = [_msg(f"/r{i}") for i in range(60)]
             await store.claim(msgs, ["example.test"] * 60, 0.0)
             await store.finish([(m, "example.test", "fetched") for m in msgs[:20]], 1.0)
