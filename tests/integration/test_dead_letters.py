@@ -137,6 +137,43 @@ def test_a_done_url_whose_flush_crashed_gets_its_journal_published(
     assert counters.get("n_fetched") == 1 and counters.get("q1") == 0  # applied once
 
 
+def test_a_journal_nothing_points_to_any_more_is_published_by_the_progress_check(
+    app: Container, control_cloud: LocalCloud
+) -> None:
+    """The crash e2e test's stall: a flush stored its journal and died; a later finish of its URL by another
+    copy of the message re-pointed the URL, so no redelivered record finds the journal. The progress check
+    publishes it once it is old and nothing else is pending, and the crawl drains."""
+    crawl_id = _crawl(app)
+    msg = _queued(app, crawl_id, "/orphan")
+    child_url = f"{SITE}/orphan-child"
+    child = FrontierMessage(crawl_id, child_url, url_key_hex(child_url), 2, parent=msg.key)
+    body = {
+        "pages": [{"url": msg.url, "status": 200, "depth": 1, "outcome": "fetched"}],
+        "links": [],
+        "outgoing": [[child.to_json(), 0.0]],
+        "counters": {"n_fetched": 1, "q1": -1},
+    }
+    flushed_at = time.time() - 200
+    journal = Journal.build(crawl_id, f"{int(flushed_at * 1000):013d}-orphan", body)
+    app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], flushed_at, [journal]))
+    app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], time.time()))  # the other copy: no `jr`
+    assert app.run(app.progress.check(crawl_id))["state"] == "DRAINED"
+    assert app.run(app.urls.unpublished([(crawl_id, journal.part)])) == []
+    assert [r["url"] for r in _rows(app, crawl_id, "pages")] == [msg.url]
+    assert [m["url"] for m in _frontier(control_cloud, crawl_id)] == [child_url]
+    counters = app.run(app.crawls.get(crawl_id)).counters
+    assert counters.get("n_fetched") == 1 and counters.get("q1") == 0  # applied once
+
+
+def test_a_young_journal_is_left_to_its_batch(app: Container) -> None:
+    crawl_id = _crawl(app)
+    msg = _queued(app, crawl_id, "/young")
+    journal = Journal.build(crawl_id, f"{int(time.time() * 1000):013d}-young", {"pages": [], "counters": {}})
+    app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], time.time(), [journal]))
+    assert app.run(app.progress.check(crawl_id))["state"] == "RUNNING"
+    assert len(app.run(app.urls.unpublished([(crawl_id, journal.part)]))) == 1
+
+
 def test_a_message_that_is_not_a_frontier_message_is_kept_for_inspection(app: Container) -> None:
     assert app.run(app.dead_letter_drain.handle("id/../1", "{not json")) == "malformed"
     assert app.run(app.results.get_object(f"{MALFORMED_PREFIX}id1.txt")) == b"{not json"
