@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _site_gen import generate_site, write_sitemaps
-from bench_throughput import NGINX_CONF, _ensure_nginx, _free_port, _wait_port
+from bench_throughput import NGINX_CONF, _ensure_nginx, _free_port, _wait_port, unpaced_config
 
 from infra.local.cli import main as seolens_main
 from seolens_core.adapters._metering import GLOBAL_METER
@@ -98,16 +98,7 @@ def main() -> None:
         else:
             calls[f"{service}.{operation}"] += 1
 
-    unpaced: list[str] = []
-    if args.unpaced:
-        config = work / "seolens.json"
-        config.write_text(
-            json.dumps(
-                {"politeness": {"initial_delay_ms": 0, "initial_concurrency": 32, "max_concurrency": 64}}
-            ),
-            encoding="utf-8",
-        )
-        unpaced = ["--no-aimd", "--config", str(config)]
+    unpaced = ["--no-aimd", "--config", str(unpaced_config(work, 32))] if args.unpaced else []
     GLOBAL_METER.add_listener(count)
     out = work / "seolens-out"
     started = time.perf_counter()

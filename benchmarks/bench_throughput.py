@@ -264,6 +264,19 @@ def _wait_port(port: int) -> None:
     raise SystemExit("nginx did not start")
 
 
+def unpaced_config(work: Path, concurrency: int) -> Path:
+    """A `seolens crawl --config` file without a delay between starts, `concurrency` at a time (and AIMD's
+    ceiling at twice that); the crawl also takes `--no-aimd`."""
+    config = work / "seolens.json"
+    politeness = {
+        "initial_delay_ms": 0,
+        "initial_concurrency": concurrency,
+        "max_concurrency": 2 * concurrency,
+    }
+    config.write_text(json.dumps({"politeness": politeness}), encoding="utf-8")
+    return config
+
+
 def _run_seolens(
     origin: str,
     host: str,
@@ -275,19 +288,7 @@ def _run_seolens(
     max_seconds: float,
     profile: Path | None = None,
 ) -> RunResult:
-    config = work / "seolens.json"
-    config.write_text(
-        json.dumps(
-            {
-                "politeness": {
-                    "initial_delay_ms": 0,
-                    "initial_concurrency": concurrency,
-                    "max_concurrency": 2 * concurrency,
-                }
-            }
-        ),
-        encoding="utf-8",
-    )
+    config = unpaced_config(work, concurrency)
     out = work / "seolens-out"
     seolens = Path(sys.executable).with_name("seolens")
     cmd = [

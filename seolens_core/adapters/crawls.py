@@ -69,7 +69,11 @@ class CrawlRecord:
     def queued(self) -> int:
         """URLs queued by the crawl's own counters (claims in, finishes out: `q<d>` and `qs`). A hint, not
         the truth: a flush that crashed between its claims and its counters leaves them off by its batch."""
-        return sum(v for k, v in self.counters.items() if k[:1] == "q" and (k[1:].isdigit() or k == "qs"))
+        return sum(
+            v
+            for k, v in self.counters.items()
+            if k == SITEMAP_QUEUE_COUNTER or (k[:1] == "q" and k[1:].isdigit())
+        )
 
 
 def _now_iso(now: float) -> str:

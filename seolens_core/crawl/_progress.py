@@ -11,6 +11,7 @@ from typing import Any
 from seolens_core.adapters.crawls import CrawlStatus, CrawlStore
 from seolens_core.adapters.urls import JOURNAL_MARK, Journal, PendingUrl, UrlStore
 from seolens_core.crawl._robots_gate import RobotsGate
+from seolens_core.crawl._worker import part_time
 
 SUSPENDED_FAILURES_TO_GIVE_UP = 3
 """A host whose robots.txt failed this many times in a row (and is still suspended) no longer keeps the crawl
@@ -81,9 +82,9 @@ class ProgressServices:
 
 
 def journal_age_s(key: str, now: float) -> float | None:
-    """Seconds since the flush that wrote the journal marker `key` (its part id starts with epoch ms)."""
-    digits = key[len(JOURNAL_MARK) :].split("-", 1)[0]
-    return now - int(digits) / 1000 if digits.isdigit() else None
+    """Seconds since the flush that wrote the journal marker `key` (named by its part, `part_id`)."""
+    named_at = part_time(key[len(JOURNAL_MARK) :])
+    return None if named_at is None else now - named_at
 
 
 class ProgressChecker:

@@ -240,6 +240,12 @@ def part_id(now: float) -> str:
     return f"{int(now * 1000):013d}-{uuid.uuid4().hex[:12]}"
 
 
+def part_time(part: str) -> float | None:
+    """When the part named by `part_id` was named (epoch seconds), None for another name."""
+    digits = part.split("-", 1)[0]
+    return int(digits) / 1000 if digits.isdigit() else None
+
+
 def replay_journals(
     journals: Sequence[Journal],
     pages: dict[str, list[dict[str, Any]]],

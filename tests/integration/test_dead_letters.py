@@ -111,20 +111,25 @@ def test_a_stopped_crawl_finishes_its_dead_letters_without_redrive(app: Containe
     assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "dead_letter"
 
 
-def test_a_done_url_whose_flush_crashed_gets_its_journal_published(
-    app: Container, control_cloud: LocalCloud
-) -> None:
-    crawl_id = _crawl(app)
-    msg = _queued(app, crawl_id, "/d")
-    child_url = f"{SITE}/child"
-    child = FrontierMessage(crawl_id, child_url, url_key_hex(child_url), 2, parent=msg.key)
+def _fetched_journal(msg: FrontierMessage, child_url: str, part: str) -> Journal:
+    """The journal of a flush that fetched `msg` (status 200) and discovered `child_url`, counted once."""
+    child = FrontierMessage(msg.crawl_id, child_url, url_key_hex(child_url), 2, parent=msg.key)
     body = {
         "pages": [{"url": msg.url, "status": 200, "depth": 1, "outcome": "fetched"}],
         "links": [{"from": msg.url, "to": child_url}],
         "outgoing": [[child.to_json(), 0.0]],
         "counters": {"n_fetched": 1, "q1": -1},
     }
-    journal = Journal.build(crawl_id, "0000000000001-abc", body)
+    return Journal.build(msg.crawl_id, part, body)
+
+
+def test_a_done_url_whose_flush_crashed_gets_its_journal_published(
+    app: Container, control_cloud: LocalCloud
+) -> None:
+    crawl_id = _crawl(app)
+    msg = _queued(app, crawl_id, "/d")
+    child_url = f"{SITE}/child"
+    journal = _fetched_journal(msg, child_url, "0000000000001-abc")
     # The flush's first write landed (URL done, journal stored), then the container died.
     app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], time.time(), [journal]))
     assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "republished"
@@ -146,15 +151,8 @@ def test_a_journal_nothing_points_to_any_more_is_published_by_the_progress_check
     crawl_id = _crawl(app)
     msg = _queued(app, crawl_id, "/orphan")
     child_url = f"{SITE}/orphan-child"
-    child = FrontierMessage(crawl_id, child_url, url_key_hex(child_url), 2, parent=msg.key)
-    body = {
-        "pages": [{"url": msg.url, "status": 200, "depth": 1, "outcome": "fetched"}],
-        "links": [],
-        "outgoing": [[child.to_json(), 0.0]],
-        "counters": {"n_fetched": 1, "q1": -1},
-    }
     flushed_at = time.time() - 200
-    journal = Journal.build(crawl_id, f"{int(flushed_at * 1000):013d}-orphan", body)
+    journal = _fetched_journal(msg, child_url, f"{int(flushed_at * 1000):013d}-orphan")
     app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], flushed_at, [journal]))
     app.run(app.urls.finish([(msg, "http://dead.test", "fetched")], time.time()))  # the other copy: no `jr`
     assert app.run(app.progress.check(crawl_id))["state"] == "DRAINED"
