@@ -450,6 +450,201 @@ def test_memoised_lexer_returns_upstreams_tokens_in_a_fresh_deque(expression: st
     assert list(patched(parser)) == list(upstream(parser))
 
 
+def _condition_values(rng: Any) -> dict[str, Any]:
+    """Values for every name CRAWLER_CONDITIONS use, from small domains so conditions come out both ways."""
+    n = lambda: {"N": str(rng.randint(0, 4))}  # noqa: E731
+    return {
+        ":q": {"S": rng.choice(["queued", "fetching"])},
+        ":f": {"S": rng.choice(["fetching", "done"])},
+        ":done": {"S": rng.choice(["done", "queued"])},
+        ":now": n(),
+        ":lo": n(),
+        ":hi": n(),
+        ":start": n(),
+        ":step": n(),
+        ":c": n(),
+        ":room": n(),
+        ":seen": n(),
+        ":h": {"S": rng.choice(["a", "b"])},
+        ":p": {"S": rng.choice(["https://a", "https://b"])},
+    }
+
+
+def _condition_items(rng: Any) -> list[Any]:
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+    items = []
+    for i in range(12):
+        n = lambda: {"N": str(rng.randint(0, 4))}  # noqa: E731
+        attrs: dict[str, Any] = {
+            "url_key": {"S": f"k{i}"},
+            "url_state": {"S": rng.choice(["queued", "fetching", "done"])},
+            "lease_until": n(),
+            "leases": {"M": {"l1": n()} if i % 2 else {}},
+            "last_start_at": n(),
+            "blocked_until": n(),
+            "next_allowed_at": n(),
+            "step": n(),
+            "concurrency": n(),
+            "cseq": n(),
+            "hosts": {"SS": rng.sample(["a", "b", "c"], 2)},
+            "url": {"S": rng.choice(["https://a/x", "https://b/y"])},
+        }
+        if i % 5 == 0:
+            del attrs["url_state"], attrs["url_key"]
+        items.append(Item(DynamoType({"S": f"k{i}"}), None, attrs))
+    return items
+
+
+@pytest.mark.parametrize("expression", CRAWLER_CONDITIONS)
+def test_kept_condition_trees_evaluate_with_each_calls_values(expression: str) -> None:
+    """Patch 16: a kept tree answers as upstream's parse of the same call (same verdict on every item, the
+    same names and values found), call after call with new names and values; a tree kept with the first
+    call's would answer with those."""
+    import random
+
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    moto_patches.apply()
+    patched_parse = ConditionExpressionParser.parse
+    patched_operand = ConditionExpressionParser._make_operand
+    upstream_parse = patched_parse.__wrapped__  # type: ignore[attr-defined]
+    upstream_operand = patched_operand.__wrapped__  # type: ignore[attr-defined]
+    rng = random.Random(expression)
+    items = _condition_items(rng)
+    verdicts: set[tuple[bool, ...]] = set()
+    for _ in range(25):
+        names = rng.choice([{"#l": "l1", "#u": "url"}, {"#l": "l2", "#u": "url_state"}])
+        values = _condition_values(rng)
+        used = {k: v for k, v in values.items() if k in expression}
+        ours = ConditionExpressionParser(expression, names, used)
+        op = patched_parse(ours)
+        theirs = ConditionExpressionParser(expression, names, used)
+        ConditionExpressionParser._make_operand = upstream_operand  # type: ignore[method-assign]
+        try:
+            expected = upstream_parse(theirs)
+        finally:
+            ConditionExpressionParser._make_operand = patched_operand  # type: ignore[method-assign]
+        got = tuple(bool(op.expr(item)) for item in items)
+        assert got == tuple(bool(expected.expr(item)) for item in items)
+        assert (ours.expr_attr_names_found, ours.expr_attr_values_found) == (
+            theirs.expr_attr_names_found,
+            theirs.expr_attr_values_found,
+        )
+        verdicts.add(got)
+    assert len(verdicts) > 1 or ":" not in expression  # the values did change the answers
+
+
+def test_kept_condition_trees_refuse_what_upstream_refuses() -> None:
+    """Patch 16: a missing name or value, a keyword as a name, or bad syntax raises on every call (nothing
+    is kept for a text that failed), and a text kept with a value name refuses a call that lacks it."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    moto_patches.apply()
+    parse = ConditionExpressionParser.parse
+    for expression, names, values in (
+        ("#missing = :v", {}, {":v": {"S": "x"}}),
+        ("a = :missing", {}, {}),
+        ("status = :v", {}, {":v": {"S": "x"}}),
+        ("a = = :v", {}, {":v": {"S": "x"}}),
+    ):
+        for _ in range(2):
+            with pytest.raises(Exception):  # noqa: B017 (upstream raises several kinds)
+                parse(ConditionExpressionParser(expression, names, values))
+    parse(ConditionExpressionParser("a = :v", {}, {":v": {"S": "x"}}))
+    with pytest.raises(KeyError):
+        parse(ConditionExpressionParser("a = :v", {}, {":w": {"S": "x"}}))
+
+
+def _random_attribute_value(rng: Any, depth: int = 0) -> Any:
+    """A JSON AttributeValue as a client might send it, odd shapes included (null members, two members,
+    an unknown member, nulls inside lists and maps)."""
+    blob = base64.b64encode(rng.randbytes(rng.randint(0, 8))).decode()
+    kinds = ["S", "N", "B", "SS", "NS", "BS", "NULL", "BOOL", "odd"] + (["M", "L"] if depth < 3 else [])
+    kind = rng.choice(kinds)
+    if kind == "M":
+        return {"M": {f"k{i}": _random_attribute_value(rng, depth + 1) for i in range(rng.randint(0, 3))}}
+    if kind == "L":
+        return {"L": [_random_attribute_value(rng, depth + 1) for _ in range(rng.randint(0, 3))] + [None]}
+    if kind == "odd":
+        return rng.choice(
+            [
+                {"S": None},
+                {"S": "a", "N": "1"},
+                {"N": "1", "S": "a"},
+                {"X": "y"},
+                {},
+                {"BOOL": False, "NULL": True},
+                None,
+            ]
+        )
+    return {
+        "S": {"S": "text"},
+        "N": {"N": "-1.5e3"},
+        "B": {"B": blob},
+        "SS": {"SS": ["a", "b"]},
+        "NS": {"NS": ["1", "2"]},
+        "BS": {"BS": [blob, blob]},
+        "NULL": {"NULL": True},
+        "BOOL": {"BOOL": rng.random() < 0.5},
+    }[kind]
+
+
+@pytest.mark.parametrize(
+    "operation", ["PutItem", "UpdateItem", "TransactWriteItems", "BatchWriteItem", "BatchGetItem", "Query"]
+)
+def test_attribute_values_parse_as_upstreams_walk(operation: str) -> None:
+    """Patch 17: every request the crawler's operations take parses to what upstream's shape walk makes of
+    it, random attribute values of every type and odd shape included."""
+    import json
+    import random
+
+    from botocore.session import get_session
+    from moto.core.parse import BaseJSONParser, JSONParser
+
+    moto_patches.apply()
+
+    class Upstream(JSONParser):  # type: ignore[misc]
+        _parse_structure = BaseJSONParser._parse_structure.__wrapped__
+        _parse_map = BaseJSONParser._parse_map.__wrapped__
+
+    rng = random.Random(operation)
+    model = get_session().get_service_model("dynamodb").operation_model(operation)
+
+    def item() -> dict[str, Any]:
+        return {f"a{i}": _random_attribute_value(rng) for i in range(rng.randint(1, 6))}
+
+    for _ in range(40):
+        body = {
+            "PutItem": lambda: {"TableName": "t", "Item": item(), "ExpressionAttributeValues": item()},
+            "UpdateItem": lambda: {"TableName": "t", "Key": item(), "ExpressionAttributeValues": item()},
+            "TransactWriteItems": lambda: {
+                "TransactItems": [{"Put": {"TableName": "t", "Item": item()}} for _ in range(3)]
+                + [{"Update": {"TableName": "t", "Key": item(), "UpdateExpression": "SET a = :v"}}]
+            },
+            "BatchWriteItem": lambda: {"RequestItems": {"t": [{"PutRequest": {"Item": item()}}]}},
+            "BatchGetItem": lambda: {"RequestItems": {"t": {"Keys": [item(), item()]}}},
+            "Query": lambda: {
+                "TableName": "t",
+                "ExclusiveStartKey": item(),
+                "ExpressionAttributeValues": item(),
+            },
+        }[operation]()
+        request = {
+            "method": "POST",
+            "values": {},
+            "headers": {},
+            "body": json.dumps(body).encode(),
+            "url_path": "/",
+            "url_params": {},
+        }
+        ours = JSONParser(model, map_type=dict).parse(request)
+        assert ours == Upstream(model, map_type=dict).parse(request)
+        assert json.dumps(ours, default=repr) == json.dumps(
+            Upstream(model, map_type=dict).parse(request), default=repr
+        )  # the same member order too
+
+
 def test_memoised_expressions_bind_each_calls_names_and_values(patched_moto: EmbeddedMoto) -> None:
     """Patch 10: the same texts with other names and values act on those (a tree or tokens kept with the
     first call's values bound would write or compare the wrong ones); a text that does not parse is refused
