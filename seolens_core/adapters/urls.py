@@ -432,13 +432,16 @@ class UrlStore:
         journals: Sequence[Journal] = (),
     ) -> set[str]:
         """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call.
-        With `journals` (one per crawl), each journal's marker and body are written in the same request and
-        the crawl's URLs point to it (`jr`); returns the crawls whose journal was stored (small enough)."""
+        With `journals` (one per crawl), each journal's marker and body are written first, and only once both
+        have landed the crawl's URLs, pointing to it (`jr`); returns the crawls whose journal was stored (small
+        enough). BatchWriteItem is not atomic: a done URL whose journal had not landed would be taken for
+        published on its redelivery, and its page lost; a marker whose body did not land is closed by the
+        progress check (`drop_journal`), nothing pointing to it."""
         # One write per key: a batch may carry two messages of one URL (a re-sent child, a duplicate
         # delivery), and BatchWriteItem rejects a request that names a key twice.
         unique = {(m.crawl_id, m.key): (m, host, outcome) for m, host, outcome in done}
         stored: dict[str, str] = {}
-        requests: list[dict[str, Any]] = []
+        journal_items: list[dict[str, Any]] = []
         for j in journals:
             blob = j.blob
             if len(blob) > JOURNAL_MAX_BYTES or j.crawl_id in stored:
@@ -447,14 +450,21 @@ class UrlStore:
             base = {"crawl_id": {"S": j.crawl_id}, "expires_at": {"N": str(int(now) + TTL_SECONDS)}}
             marker = {**base, "url_key": {"S": JOURNAL_MARK + j.part}, "pending_crawl": {"S": j.crawl_id}}
             body = {**base, "url_key": {"S": JOURNAL_BODY + j.part}, "blob": {"B": blob}}
-            requests += [{"PutRequest": {"Item": marker}}, {"PutRequest": {"Item": body}}]
+            journal_items += [{"PutRequest": {"Item": marker}}, {"PutRequest": {"Item": body}}]
+        requests: list[dict[str, Any]] = []
         for m, host, outcome in unique.values():
             item = self._item(m, host, now, done_outcome=outcome)
             if m.crawl_id in stored:
                 item["jr"] = {"S": stored[m.crawl_id]}
             requests.append({"PutRequest": {"Item": item}})
+        await self._write_all(journal_items)
+        await self._write_all(requests)
+        return set(stored)
+
+    async def _write_all(self, requests: Sequence[dict[str, Any]]) -> None:
+        """BatchWriteItem `requests`, 25 per call, until none is left unprocessed."""
         for start in range(0, len(requests), 25):
-            pending: dict[str, Any] = {self._table: requests[start : start + 25]}
+            pending: dict[str, Any] = {self._table: list(requests[start : start + 25])}
             attempt = 0
             while pending:
                 resp = await self._client.batch_write_item(RequestItems=pending)
@@ -462,7 +472,16 @@ class UrlStore:
                 if pending:
                     attempt += 1
                     await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
-        return set(stored)
+
+    async def drop_journal(self, crawl_id: str, part: str) -> None:
+        """Delete a journal's marker if it still exists, applying nothing: for a marker whose body never
+        landed (its flush died between the two), which no URL points to, so nothing of it was published."""
+        with contextlib.suppress(self._client.exceptions.ConditionalCheckFailedException):
+            await self._client.delete_item(
+                TableName=self._table,
+                Key={"crawl_id": {"S": crawl_id}, "url_key": {"S": JOURNAL_MARK + part}},
+                ConditionExpression="attribute_exists(url_key)",
+            )
 
     async def pending(
         self, crawl_id: str, limit: int = 1000, urls_hint: int = 0

@@ -25,7 +25,8 @@ ORPHAN_JOURNAL_S = 120.0
 by the progress check. Its batch's records normally republish it when they come back; but a later finish of
 one of its URLs (another copy of the message, e.g. a disallowed URL finished twice) overwrites the pointer
 they follow, and then nothing ever would: the crawl never drained (seen in the crash e2e test). Publishing is
-idempotent (rows deduplicated by the report, messages by the fetch side, counters applied with the close)."""
+idempotent (rows deduplicated by the report, messages by the fetch side, counters applied with the close).
+A marker whose body never landed is deleted: no URL points to it (`UrlStore.finish` writes both first)."""
 PROGRESS_WAIT_FRACTION = 0.05
 MAX_PROGRESS_WAIT_S = 30
 
@@ -161,8 +162,13 @@ class ProgressChecker:
         if publish is None or any(age is None or age < ORPHAN_JOURNAL_S for age in ages):
             return False
         parts = [(crawl_id, p.key[len(JOURNAL_MARK) :]) for p in pending]
+        published: set[tuple[str, str]] = set()
         for journal in await self.s.urls.unpublished(parts):
             await publish(journal)
+            published.add((journal.crawl_id, journal.part))
+        for crawl, part in parts:
+            if (crawl, part) not in published:  # a marker without its body: its flush died in between
+                await self.s.urls.drop_journal(crawl, part)
         return True
 
     async def _all_given_up(self, hosts: set[str], given_up: set[str]) -> bool:

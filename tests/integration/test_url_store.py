@@ -216,6 +216,58 @@ def test_journal_keeps_the_crawl_pending_until_closed_and_counts_once(moto_serve
     asyncio.run(scenario())
 
 
+class _DiesAfterPartialWrite:
+    """The aiobotocore client, except that the first BatchWriteItem leaves the journal's body unprocessed
+    and the container dies (raises) at the next one: a flush cut off between its journal's two items."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self.exceptions, self.writes = client, client.exceptions, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def batch_write_item(self, RequestItems: dict[str, Any]) -> Any:  # noqa: N803 (boto's name)
+        self.writes += 1
+        if self.writes > 1:
+            raise RuntimeError("the container died")
+        ((table, requests),) = RequestItems.items()
+        body = [r for r in requests if r["PutRequest"]["Item"]["url_key"]["S"].startswith("~b-")]
+        rest = [r for r in requests if r not in body]
+        await self._client.batch_write_item(RequestItems={table: rest})
+        return {"UnprocessedItems": {table: body} if body else {}}
+
+
+def test_a_flush_cut_off_before_its_journal_landed_leaves_its_urls_to_be_fetched_again(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """No URL points to a journal before both its items landed: a URL finished with a half-written journal
+    would be taken for published on redelivery and its page lost. The marker left alone is dropped (the
+    progress check does it when it is old) and the URL is still pending, to be fetched again."""
+
+    async def scenario(client: Any, table: str) -> None:
+        msg = _msg("/page")
+        store = UrlStore(client, table)
+        await store.claim([msg], ["h"], 0.0)
+        assert (await store.claim_fetch(msg, now=1.0, lease_s=30.0)).granted
+        journal = Journal.build(CRAWL, "part-1", {"pages": [{"url": msg.url}], "counters": {"n_fetched": 1}})
+        dying = UrlStore(_DiesAfterPartialWrite(client), table)
+        try:
+            await dying.finish([(msg, "h", "fetched")], 2.0, [journal])
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("the flush should have died")
+        assert await _state(client, table, msg) == FETCHING  # not done: its redelivery fetches it again
+        assert (await store.states_and_journals([msg]))[1] == {}
+        assert await store.unpublished([(CRAWL, "part-1")]) == []  # nothing to publish
+        assert sorted(p.key for p in (await store.pending(CRAWL))[0]) == sorted([msg.key, "~j-part-1"])
+        await store.drop_journal(CRAWL, "part-1")
+        await store.drop_journal(CRAWL, "part-1")  # already gone: nothing happens
+        assert [p.key for p in (await store.pending(CRAWL))[0]] == [msg.key]
+
+    _run_on_table(moto_server, scenario)
+
+
 def _run_on_table(moto_server: EmbeddedMoto, scenario: Callable[[Any, str], Awaitable[None]]) -> None:
     """Run `scenario(client, table)` with an aiobotocore client on a fresh URLs table."""
 

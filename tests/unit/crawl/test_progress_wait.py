@@ -243,9 +243,10 @@ def test_the_first_check_reads_the_table() -> None:
 class _Journals:
     """A URLs table holding only open batch journals (and, with `url`, one queued URL)."""
 
-    def __init__(self, parts: list[str], url: bool = False) -> None:
-        self.parts, self.url = list(parts), url
+    def __init__(self, parts: list[str], url: bool = False, bodiless: tuple[str, ...] = ()) -> None:
+        self.parts, self.url, self.bodiless = list(parts), url, bodiless
         self.asked: list[tuple[str, str]] = []
+        self.dropped: list[str] = []
 
     async def pending(
         self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
@@ -257,7 +258,11 @@ class _Journals:
 
     async def unpublished(self, parts: list[tuple[str, str]]) -> list[Journal]:
         self.asked += parts
-        return [Journal.build(c, p, {"pages": []}) for c, p in parts]
+        return [Journal.build(c, p, {"pages": []}) for c, p in parts if p not in self.bodiless]
+
+    async def drop_journal(self, crawl_id: str, part: str) -> None:
+        self.dropped.append(part)
+        self.parts.remove(part)
 
 
 def _check_journals(urls: _Journals, now: float) -> tuple[dict[str, Any], list[str]]:
@@ -286,6 +291,16 @@ def test_journals_left_open_with_nothing_else_pending_are_published_and_the_craw
     assert published == old and out["state"] == "DRAINED"
 
 
+def test_an_old_marker_whose_body_never_landed_is_dropped_and_the_crawl_drains() -> None:
+    """A flush that died between its journal's two items left a marker alone: nothing to publish, and no URL
+    points to it (the URLs are written after both); it must not hold the crawl for ever."""
+    now = 2_000_000_000.0
+    old = [f"{int((now - ORPHAN_JOURNAL_S - 5) * 1000):013d}-aaaa", f"{int((now - 900) * 1000):013d}-bbbb"]
+    urls = _Journals(old, bodiless=(old[1],))
+    out, published = _check_journals(urls, now)
+    assert published == [old[0]] and urls.dropped == [old[1]] and out["state"] == "DRAINED"
+
+
 @pytest.mark.parametrize(
     ("ages", "with_url"),
     [
@@ -299,7 +314,7 @@ def test_young_journals_or_pending_urls_leave_journals_to_their_batches(
     now = 2_000_000_000.0
     urls = _Journals([f"{int((now - age) * 1000):013d}-cccc{i}" for i, age in enumerate(ages)], url=with_url)
     out, published = _check_journals(urls, now)
-    assert published == [] and urls.asked == [] and out["state"] == "RUNNING"
+    assert published == [] and urls.asked == [] and urls.dropped == [] and out["state"] == "RUNNING"
 
 
 def test_a_journal_age_comes_from_its_part_id() -> None:
