@@ -226,7 +226,7 @@ class _DiesAfterPartialWrite:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    async def batch_write_item(self, RequestItems: dict[str, Any]) -> Any:  # noqa: N803 (boto's name)
+    async def batch_write_item(self, RequestItems: dict[str, Any]) -> Any:
         self.writes += 1
         if self.writes > 1:
             raise RuntimeError("the container died")
