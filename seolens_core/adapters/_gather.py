@@ -1,10 +1,20 @@
 """CallGroup: calls made within a short window of each other run as one batched call.
-SingleFlight: concurrent calls for one key share the one in flight."""
+SingleFlight: concurrent calls for one key share the one in flight.
+read_ahead: an ordered stream of fetches, a few in flight at once."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections import deque
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Sequence,
+)
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -82,3 +92,45 @@ class CallGroup(Generic[T, R]):
                 done.exception()
                 return
             done.set_result(results)
+
+
+async def read_ahead(
+    keys: AsyncIterable[K] | Iterable[K], fetch: Callable[[K], Awaitable[R]], depth: int
+) -> AsyncGenerator[tuple[K, R], None]:
+    """(key, fetch(key)) in the order of `keys`, with up to `depth` fetches in flight: a sequential reader of
+    thousands of S3 objects waits out each round trip in turn (on one machine, the client and the emulator
+    take turns on the CPU). Fetches still in flight when the consumer stops are cancelled."""
+    loop = asyncio.get_running_loop()
+    flying: deque[tuple[K, asyncio.Task[R]]] = deque()
+    source = _each(keys).__aiter__()
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(flying) < depth:
+                try:
+                    key = await source.__anext__()
+                except StopAsyncIteration:
+                    exhausted = True
+                    break
+                flying.append((key, loop.create_task(_fetched(fetch, key))))
+            if not flying:
+                return
+            key, task = flying.popleft()
+            yield key, await task
+    finally:
+        for _, task in flying:
+            task.cancel()
+        await asyncio.gather(*(task for _, task in flying), return_exceptions=True)
+
+
+async def _each(keys: AsyncIterable[K] | Iterable[K]) -> AsyncIterator[K]:
+    if isinstance(keys, AsyncIterable):
+        async for key in keys:
+            yield key
+    else:
+        for key in keys:
+            yield key
+
+
+async def _fetched(fetch: Callable[[K], Awaitable[R]], key: K) -> R:
+    return await fetch(key)

@@ -61,12 +61,14 @@ import time
 from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seolens_core.adapters._batch_part import sections
+from seolens_core.adapters._gather import read_ahead
 from seolens_core.adapters._json import dumps, load_lines, loads
-from seolens_core.adapters.results import batch_prefix, kind_prefix
+from seolens_core.adapters.results import READ_AHEAD, batch_prefix, kind_prefix
 from seolens_core.urls import url_key
 
 Cursor = dict[str, Any]
@@ -223,18 +225,19 @@ class InlinkCounter:
             keys = await _link_keys(self.store, crawl_id, after, _LIST_PAGE)
             if not keys:
                 break
-            for key in keys:
-                after = key
+
+            async def links_of(key: str) -> list[Any]:
                 if key.startswith(_link_prefixes(crawl_id)[1]):
-                    rows = await self.store.batch_rows(key, "links")
-                else:
-                    raw = await self.store.get_object(key)
-                    rows = load_lines(raw or b"")
-                    del raw
-                seen += len(rows)
-                map_pairs(rows, shards, into=pairs)
-                if seen >= self.edge_budget:
-                    break
+                    return await self.store.batch_rows(key, "links")
+                return load_lines(await self.store.get_object(key) or b"")
+
+            async with aclosing(read_ahead(keys, links_of, READ_AHEAD)) as parts:
+                async for key, rows in parts:
+                    after = key
+                    seen += len(rows)
+                    map_pairs(rows, shards, into=pairs)
+                    if seen >= self.edge_budget:
+                        break
         if after == cursor["after"]:  # nothing left to read; `after` stays: the high-water mark
             return {**cursor, "phase": "reduce", "shard": 0}
         step: int = cursor["step"]

@@ -1,12 +1,15 @@
-"""CallGroup: calls within the window share one batched run; each caller gets its own answer or the error."""
+"""CallGroup: calls within the window share one batched run; each caller gets its own answer or the error.
+read_ahead: ordered answers, a bounded number in flight, nothing left running when the reader stops."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import pytest
 
-from seolens_core.adapters._gather import CallGroup, SingleFlight
+from seolens_core.adapters._gather import CallGroup, SingleFlight, read_ahead
 
 
 def test_calls_within_the_window_run_once_and_each_gets_its_own_result() -> None:
@@ -113,3 +116,80 @@ def test_a_group_left_pending_by_a_dead_event_loop_does_not_capture_the_next_loo
 
     assert asyncio.run(next_invocation()) == 6
     assert runs == [[5]]
+
+
+class _Fetches:
+    """fetch(k): sleeps a random time and answers k * 10, recording how many were in flight at once."""
+
+    def __init__(self, seed: int, fail_on: int | None = None, slow_from: int | None = None) -> None:
+        import random
+
+        self.rng, self.fail_on, self.slow_from = random.Random(seed), fail_on, slow_from
+        self.in_flight = self.most = 0
+        self.started: list[int] = []
+        self.finished: list[int] = []
+
+    async def __call__(self, key: int) -> int:
+        self.started.append(key)
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            slow = self.slow_from is not None and key >= self.slow_from
+            await asyncio.sleep(0.01 if slow else self.rng.uniform(0, 0.004))
+            if key == self.fail_on:
+                raise ValueError(key)
+            self.finished.append(key)
+            return key * 10
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.mark.parametrize("source", ["list", "async"])
+def test_read_ahead_answers_in_order_with_at_most_depth_in_flight(source: str) -> None:
+    fetch = _Fetches(seed=1)
+
+    async def keys() -> AsyncIterator[int]:
+        for k in range(40):
+            await asyncio.sleep(0)
+            yield k
+
+    async def main() -> list[tuple[int, int]]:
+        given = keys() if source == "async" else list(range(40))
+        return [pair async for pair in read_ahead(given, fetch, depth=5)]
+
+    assert asyncio.run(main()) == [(k, k * 10) for k in range(40)]
+    assert fetch.most == 5  # overlapped, never more than asked
+    assert fetch.finished != sorted(fetch.finished)  # they did land out of order
+
+
+def test_read_ahead_cancels_what_is_in_flight_when_the_reader_stops() -> None:
+    fetch = _Fetches(seed=2, slow_from=10)
+
+    async def main() -> list[int]:
+        got = []
+        async with aclosing(read_ahead(range(100), fetch, depth=4)) as answers:
+            async for key, _ in answers:
+                got.append(key)
+                if key == 9:
+                    break
+        await asyncio.sleep(0.05)  # anything still running would finish now
+        return got
+
+    assert asyncio.run(main()) == list(range(10))
+    assert 10 < len(fetch.started) <= 10 + 4 and fetch.in_flight == 0
+    assert sorted(fetch.finished) == list(range(10))  # the ones ahead were cancelled, not left running
+
+
+def test_read_ahead_raises_a_failed_fetch_at_its_turn_and_cancels_the_rest() -> None:
+    fetch = _Fetches(seed=3, fail_on=6)
+
+    async def main() -> list[int]:
+        got: list[int] = []
+        with pytest.raises(ValueError):
+            async for key, _ in read_ahead(range(100), fetch, depth=4):
+                got.append(key)
+        await asyncio.sleep(0.02)
+        return got
+
+    assert asyncio.run(main()) == list(range(6))
+    assert fetch.in_flight == 0 and len(fetch.started) <= 6 + 4
