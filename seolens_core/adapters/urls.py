@@ -205,12 +205,12 @@ class UrlStore:
         except for one or two URLs (`TRANSACT_MIN_ITEMS`).
         """
         won = [False] * len(todo)
-        for start in range(0, len(todo), TRANSACT_MAX_ITEMS):
-            chunk = range(start, min(start + TRANSACT_MAX_ITEMS, len(todo)))
+
+        async def put_chunk(chunk: range) -> None:
             if len(chunk) < TRANSACT_MIN_ITEMS:
                 singles = await asyncio.gather(*(self._put_new(*todo[i], now) for i in chunk))
                 won[chunk.start : chunk.stop] = singles
-                continue
+                return
             put = {i: {"Put": self._create(*todo[i], now)} for i in chunk}
             done, refused, left = await self._transact(put)
             for i in done:
@@ -223,6 +223,14 @@ class UrlStore:
             results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in left))
             for i, ok in zip(left, results, strict=True):
                 won[i] = ok
+
+        # The chunks name distinct keys (the caller dedups), so they go at once: a seeded sitemap's 500 URLs.
+        await asyncio.gather(
+            *(
+                put_chunk(range(start, min(start + TRANSACT_MAX_ITEMS, len(todo))))
+                for start in range(0, len(todo), TRANSACT_MAX_ITEMS)
+            )
+        )
         return won
 
     async def _transact(
@@ -347,8 +355,9 @@ class UrlStore:
     ) -> dict[tuple[str, str], dict[str, Any]]:
         """Items by (crawl_id, key); an eventually consistent read costs half the read units."""
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        for start in range(0, len(idents), 100):
-            keys = [{"crawl_id": {"S": c}, "url_key": {"S": k}} for c, k in idents[start : start + 100]]
+
+        async def get_page(page: list[tuple[str, str]]) -> None:
+            keys = [{"crawl_id": {"S": c}, "url_key": {"S": k}} for c, k in page]
             spec: dict[str, Any] = {"Keys": keys, "ConsistentRead": consistent}
             if projection:
                 spec["ProjectionExpression"] = projection
@@ -362,6 +371,8 @@ class UrlStore:
                 if request:
                     attempt += 1
                     await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+
+        await asyncio.gather(*(get_page(idents[i : i + 100]) for i in range(0, len(idents), 100)))
         return found
 
     async def states(self, messages: Iterable[FrontierMessage]) -> dict[tuple[str, str], str]:
