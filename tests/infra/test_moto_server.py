@@ -123,3 +123,148 @@ def test_a_request_cut_short_is_not_acted_on(moto_server: EmbeddedMoto) -> None:
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
     s3.put_object(Bucket=bucket, Key="part", Body=b"x" * 100)  # a whole request still lands
     assert s3.get_object(Bucket=bucket, Key="part")["Body"].read() == b"x" * 100
+
+
+def _volatile_dropped(value: object) -> object:
+    """A JSON answer without what differs between two identical calls (ids, handles, clocks)."""
+    volatile = {"MessageId", "ReceiptHandle", "CreationDateTime", "TableId", "SentTimestamp", "RequestId"}
+    volatile |= {"ApproximateFirstReceiveTimestamp", "CreatedTimestamp", "LastModifiedTimestamp"}
+    if isinstance(value, dict):
+        return {k: _volatile_dropped(v) for k, v in value.items() if k not in volatile}
+    if isinstance(value, list):
+        return [_volatile_dropped(v) for v in value]
+    return value
+
+
+def _json_calls(name: str) -> list[tuple[str, str, dict[str, object]]]:
+    """(service target, operation, body) of a scenario on a table and a queue named `name`: successes, failed
+    conditions, a cancelled transaction, unknown resources and a malformed request."""
+    table, key = f"t-{name}", {"k": {"S": "a"}}
+    queue = f"http://localhost:5000/123456789012/q-{name}"
+    return [
+        (
+            "DynamoDB_20120810",
+            "CreateTable",
+            {
+                "TableName": table,
+                "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+            },
+        ),
+        ("DynamoDB_20120810", "PutItem", {"TableName": table, "Item": {**key, "n": {"N": "1"}}}),
+        (
+            "DynamoDB_20120810",
+            "PutItem",
+            {
+                "TableName": table,
+                "Item": key,
+                "ConditionExpression": "attribute_not_exists(k)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            },
+        ),
+        (
+            "DynamoDB_20120810",
+            "UpdateItem",
+            {
+                "TableName": table,
+                "Key": key,
+                "UpdateExpression": "SET n = n + :one",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+                "ReturnValues": "ALL_NEW",
+            },
+        ),
+        (
+            "DynamoDB_20120810",
+            "TransactWriteItems",
+            {
+                "TransactItems": [
+                    {"Put": {"TableName": table, "Item": {"k": {"S": "b"}}}},
+                    {
+                        "ConditionCheck": {
+                            "TableName": table,
+                            "Key": key,
+                            "ConditionExpression": "n = :z",
+                            "ExpressionAttributeValues": {":z": {"N": "0"}},
+                        }
+                    },
+                ]
+            },
+        ),
+        ("DynamoDB_20120810", "GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}),
+        (
+            "DynamoDB_20120810",
+            "Query",
+            {
+                "TableName": table,
+                "KeyConditionExpression": "k = :k",
+                "ExpressionAttributeValues": {":k": {"S": "a"}},
+            },
+        ),
+        ("DynamoDB_20120810", "GetItem", {"TableName": f"missing-{name}", "Key": key}),
+        ("DynamoDB_20120810", "UpdateItem", {"TableName": table, "Key": key, "UpdateExpression": "SET = 1"}),
+        ("AmazonSQS", "CreateQueue", {"QueueName": f"q-{name}"}),
+        (
+            "AmazonSQS",
+            "SendMessageBatch",
+            {
+                "QueueUrl": queue,
+                "Entries": [
+                    {"Id": "1", "MessageBody": "one"},
+                    {"Id": "2", "MessageBody": "two", "DelaySeconds": 900},
+                ],
+            },
+        ),
+        ("AmazonSQS", "ReceiveMessage", {"QueueUrl": queue, "MaxNumberOfMessages": 10}),
+        (
+            "AmazonSQS",
+            "DeleteMessageBatch",
+            {"QueueUrl": queue, "Entries": [{"Id": "x", "ReceiptHandle": "bad"}]},
+        ),
+        ("AmazonSQS", "GetQueueAttributes", {"QueueUrl": queue, "AttributeNames": ["DelaySeconds"]}),
+        ("AmazonSQS", "ReceiveMessage", {"QueueUrl": f"{queue}-missing"}),
+    ]
+
+
+def test_json_calls_answer_as_through_motos_flask_app() -> None:
+    """DynamoDB and SQS calls handed straight to their handlers answer exactly as moto's Flask app does:
+    status, content type, body (ids and clocks aside) and the DynamoDB checksum header, errors included."""
+    import json
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.test import Client
+
+    from infra.local import moto_patches
+
+    moto_patches.apply()
+    flask_app = DomainDispatcherApplication(create_backend_app)
+    answers = {}
+    for name, app in (("flask", flask_app), ("direct", moto_server_module._json_calls_direct(flask_app))):
+        client, got = Client(app), []
+        for target, operation, body in _json_calls(name):
+            service = "dynamodb" if target.startswith("DynamoDB") else "sqs"
+            resp = client.post(
+                "/",
+                data=json.dumps(body),
+                headers={
+                    "X-Amz-Target": f"{target}.{operation}",
+                    "Content-Type": "application/x-amz-json-1.0",
+                    "Host": "localhost:5000",
+                    "Authorization": f"AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/20260101/us-east-1/{service}/aws4_request",
+                },
+            )
+            text = resp.get_data(as_text=True).replace(name, "NAME")
+            parsed = _volatile_dropped(json.loads(text)) if text.startswith("{") else text
+            got.append(
+                (
+                    operation,
+                    resp.status_code,
+                    resp.headers.get("Content-Type"),
+                    parsed,
+                    "x-amz-crc32" in resp.headers,
+                )
+            )
+        answers[name] = got
+    assert answers["direct"] == answers["flask"]
+    statuses = [status for _, status, *_ in answers["flask"]]
+    assert 200 in statuses and statuses.count(400) >= 4  # both kinds of answer were compared
