@@ -62,12 +62,13 @@ fails until someone re-reads the upstream code and re-pins.
    and `Item.to_json` builds new containers with deep-copied values), and copies the tree node by node (each
    node shallowly, its children list anew, parents re-linked: the nodes hold nothing else a validator mutates).
 13. An update expression's syntax checked once per text and names. Upstream's validator walks the whole tree
-   ten times per validation; two of the walks (one SET, one REMOVE, one ADD clause at most; no two actions on
-   overlapping paths) read only the expression's text and its attribute names. One validation of the pacing
+   ten times per validation; three of the walks (one SET, one REMOVE, one ADD clause at most; no two actions on
+   overlapping paths; no action on a key attribute) read only the expression's text, its attribute names and
+   the table's key names. One validation of the pacing
    release expression took 1.1-1.5 ms with them and 0.7 ms without (in-process); a whole UpdateItem costs the
    emulator ~5 ms, most of it HTTP serving (`benchmarks/bench_emulator_ops.py`). The patch runs them the first
-   time a (text, names) pair is validated, and skips them once that pair has passed (a pair that fails is
-   checked, and refused, every time).
+   time a (text, names, table keys) triple is validated, and skips them once it has passed (one that fails
+   is checked, and refused, every time).
 14. A Query of an index sorts by plain values. Upstream sorts its candidates by tuples of `DynamoType`, whose
    comparisons go through Python methods that recompute each value (`cast_value`) per comparison: most of a
    Query of the sparse `pending` index at a few thousand pending URLs. The patch sorts by the same values,
@@ -740,12 +741,16 @@ SYNTAX_CHECKED_MAX = 4096
 
 
 def _syntax_checked_once(validator: Any) -> None:
-    """`UpdateExpressionValidator` (5.2.5) without its two syntax-only walks for a (text, names) pair that
-    passed them before (patch 13)."""
-    from moto.dynamodb.parsing.validators import ActionCountValidator, OverlappingPathsValidator
+    """`UpdateExpressionValidator` (5.2.5) without its three syntax-only walks for a (text, names, table keys)
+    triple that passed them before (patch 13)."""
+    from moto.dynamodb.parsing.validators import (
+        ActionCountValidator,
+        OverlappingPathsValidator,
+        UpdateHashRangeKeyValidator,
+    )
 
-    syntax_only = (ActionCountValidator, OverlappingPathsValidator)
-    passed: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    syntax_only = (ActionCountValidator, OverlappingPathsValidator, UpdateHashRangeKeyValidator)
+    passed: set[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]] = set()
     init, validate = validator.__init__, validator.validate
 
     @functools.wraps(init)
@@ -753,7 +758,8 @@ def _syntax_checked_once(validator: Any) -> None:
         init(self, expression, *args, **kwargs)
         text = getattr(expression, "seolens_text", None)
         names = self.expression_attribute_names or {}
-        self.seolens_pair = None if text is None else (text, tuple(sorted(names.items())))
+        keys = tuple(self.table.table_key_attrs)  # the key validator reads the table's key names too
+        self.seolens_pair = None if text is None else (text, tuple(sorted(names.items())), keys)
         if self.seolens_pair in passed:
             self.processors = [p for p in self.processors if not isinstance(p, syntax_only)]
 

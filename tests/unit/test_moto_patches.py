@@ -927,7 +927,8 @@ def test_update_answers_without_the_handlers_item_copy_equal_upstreams(
 
 def test_syntax_checks_are_skipped_only_for_a_pair_that_passed(patched_moto: EmbeddedMoto) -> None:
     """Patch 13: a text that passed with some names is still refused with names that make two actions
-    overlap, every time; the pair that passed keeps updating the item as before."""
+    overlap, or on a table where a name is a key attribute, every time; the triple that passed keeps updating
+    the item as before."""
     ddb = boto3.client("dynamodb", endpoint_url=patched_moto.endpoint_url, region_name="us-east-1")
     ddb.create_table(
         TableName="syntax",
@@ -961,6 +962,25 @@ def test_syntax_checks_are_skipped_only_for_a_pair_that_passed(patched_moto: Emb
                 TableName="syntax",
                 Key=key,
                 UpdateExpression="SET a = :v, a.b = :w",
+                ExpressionAttributeValues=values,
+            )
+    ddb.create_table(
+        TableName="syntax-keyed-by-a",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "a", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "a", "KeyType": "HASH"}],
+    )
+    for table, names, row_key in (
+        ("syntax-keyed-by-a", {"#x": "a", "#y": "b"}, {"a": {"S": "x"}}),  # passed on "syntax", a key here
+        ("syntax", {"#x": "k", "#y": "b"}, key),
+        ("syntax", {"#x": "k", "#y": "b"}, key),
+    ):
+        with pytest.raises(ddb.exceptions.ClientError, match="part of the key"):
+            ddb.update_item(
+                TableName=table,
+                Key=row_key,
+                UpdateExpression=text,
+                ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
     item = ddb.get_item(TableName="syntax", Key=key, ConsistentRead=True)["Item"]
