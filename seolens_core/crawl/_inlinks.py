@@ -22,7 +22,7 @@ Map: one step reads link rows (the links section of the batch parts `crawls/{id}
 link-only parts `crawls/{id}/links/*.jsonl` of earlier versions) in key order, starting after the last key the
 previous step read (S3 `StartAfter`, so neither the listing nor the state grows with the crawl), until it
 has seen `edge_budget` edges (at least one part), then writes at most `shards` objects. Memory per step is
-bounded by the edge budget plus one part (a worker batch: 10 pages).
+bounded by the edge budget plus the parts read ahead (`READ_AHEAD`, eight worker batches).
 
 Reduce: one step merges the map objects of `shards_per_step` shards: per target, the union of source keys,
 then its size. The union (rather than a sum of per-step counts) makes the result exact even when the same
