@@ -221,16 +221,17 @@ class InlinkCounter:
         after: str | None = cursor["after"]
         pairs: dict[int, dict[str, set[int]]] = {}
         seen = 0
+        batch_parts = _link_prefixes(crawl_id)[1]
+
+        async def links_of(key: str) -> list[Any]:
+            if key.startswith(batch_parts):
+                return await self.store.batch_rows(key, "links")
+            return load_lines(await self.store.get_object(key) or b"")
+
         while seen < self.edge_budget:
             keys = await _link_keys(self.store, crawl_id, after, _LIST_PAGE)
             if not keys:
                 break
-
-            async def links_of(key: str) -> list[Any]:
-                if key.startswith(_link_prefixes(crawl_id)[1]):
-                    return await self.store.batch_rows(key, "links")
-                return load_lines(await self.store.get_object(key) or b"")
-
             async with aclosing(read_ahead(keys, links_of, READ_AHEAD)) as parts:
                 async for key, rows in parts:
                     after = key
