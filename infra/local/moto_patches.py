@@ -581,7 +581,6 @@ def _memoised_condition_parse(parse: Callable[[Any], Any]) -> Callable[[Any], An
         self.expr_attr_values_found.extend(values_found)
         return self._make_op_condition(node)
 
-    fast.seolens_structure = structure  # type: ignore[attr-defined]
     return fast
 
 

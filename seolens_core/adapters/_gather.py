@@ -5,6 +5,7 @@ read_ahead: an ordered stream of fetches, a few in flight at once."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import deque
 from collections.abc import (
     AsyncGenerator,
@@ -112,7 +113,7 @@ async def read_ahead(
                 except StopAsyncIteration:
                     exhausted = True
                     break
-                flying.append((key, loop.create_task(_fetched(fetch, key))))
+                flying.append((key, loop.create_task(_awaited(functools.partial(fetch, key)))))
             if not flying:
                 return
             key, task = flying.popleft()
@@ -130,7 +131,3 @@ async def _each(keys: AsyncIterable[K] | Iterable[K]) -> AsyncIterator[K]:
     else:
         for key in keys:
             yield key
-
-
-async def _fetched(fetch: Callable[[K], Awaitable[R]], key: K) -> R:
-    return await fetch(key)

@@ -152,8 +152,8 @@ class ResultsStore:
 
     async def rows(self, crawl_id: str, kind: str) -> AsyncIterator[dict[str, Any]]:
         """Every row of every part of `kind`, streamed part by part (`READ_AHEAD` parts read at once), in part
-        order (time, then name); for a batch kind, batch parts and parts of that kind alike. The listings are read one page of 1,000 keys at
-        a time, so neither the key lists nor the rows are held."""
+        order (time, then name); for a batch kind, batch parts and parts of that kind alike. The listings are
+        read one page of 1,000 keys at a time, so neither the key lists nor the rows are held."""
         async for _, row in self.rows_of(crawl_id, (kind,)):
             yield row
 

@@ -332,6 +332,47 @@ def test_many_new_urls_are_claimed_in_transactions_and_a_lost_race_loses_only_it
     _run_on_table(moto_server, scenario)
 
 
+class _CountsOverlap:
+    """The aiobotocore client, except that existence checks and transactions take a little while and the
+    most of each kind in flight at once is recorded."""
+
+    def __init__(self, client: Any) -> None:
+        self._client, self.exceptions = client, client.exceptions
+        self.flying: dict[str, int] = {"BatchGetItem": 0, "TransactWriteItems": 0}
+        self.most = dict(self.flying)
+
+    async def _timed(self, name: str, call: Awaitable[Any]) -> Any:
+        self.flying[name] += 1
+        self.most[name] = max(self.most[name], self.flying[name])
+        try:
+            await asyncio.sleep(0.02)
+            return await call
+        finally:
+            self.flying[name] -= 1
+
+    async def batch_get_item(self, **kwargs: Any) -> Any:
+        return await self._timed("BatchGetItem", self._client.batch_get_item(**kwargs))
+
+    async def transact_write_items(self, **kwargs: Any) -> Any:
+        return await self._timed("TransactWriteItems", self._client.transact_write_items(**kwargs))
+
+
+def test_a_large_claims_reads_and_transactions_go_at_once(moto_server: EmbeddedMoto) -> None:
+    """A seeded sitemap claims hundreds of URLs: its existence-check pages and its transactions (distinct
+    keys) run concurrently, not one round trip after another; every URL is still claimed once."""
+
+    async def scenario(raw: Any, table: str) -> None:
+        children = [_msg(f"/s{i}", parent="sitemap") for i in range(250)]
+        client = _CountsOverlap(raw)
+        claimed = await UrlStore(client, table).claim(children, ["h"] * len(children), 0.0, consistent=True)
+        assert len(claimed.new) == 250
+        assert client.most == {"BatchGetItem": 3, "TransactWriteItems": 3}  # 100 + 100 + 50 each
+        pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
+        assert sorted(p.key for p in pending) == sorted(m.key for m in children)
+
+    _run_on_table(moto_server, scenario)
+
+
 class _AlwaysConflicting(_RivalBeforeTransaction):
     """Every transaction is cancelled by a conflicting one (another writer's transaction on the same items)."""
 
