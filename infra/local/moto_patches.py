@@ -61,14 +61,15 @@ fails until someone re-reads the upstream code and re-pins.
    when there is no stream, lets the handler read the JSON from the item itself (it reads it before the update,
    and `Item.to_json` builds new containers with deep-copied values), and copies the tree node by node (each
    node shallowly, its children list anew, parents re-linked: the nodes hold nothing else a validator mutates).
-13. An update expression's syntax checked once per text and names. Upstream's validator walks the whole tree
-   ten times per validation; three of the walks (one SET, one REMOVE, one ADD clause at most; no two actions on
-   overlapping paths; no action on a key attribute) read only the expression's text, its attribute names and
-   the table's key names. One validation of the pacing
-   release expression took 1.1-1.5 ms with them and 0.7 ms without (in-process); a whole UpdateItem costs the
-   emulator ~5 ms, most of it HTTP serving (`benchmarks/bench_emulator_ops.py`). The patch runs them the first
-   time a (text, names, table keys) triple is validated, and skips them once it has passed (one that fails
-   is checked, and refused, every time).
+13. An update expression's syntax checked once per text and the names it reads. Upstream's validator walks the
+   whole tree ten times per validation; three of the walks (one SET, one REMOVE, one ADD clause at most; no two
+   actions on overlapping paths; no action on a key attribute) read only the expression's text, the table's key
+   names and the names of the placeholders that begin a path (the rest of a path is compared by its
+   placeholders). Two of them run once per node of the tree (every clause, action, path and value is an
+   `UpdateExpression`), each walking the node's subtree again. The patch runs them the first time a (text, names
+   of the path heads, table keys) triple is validated, and skips them once it has passed (one that fails is
+   checked, and refused, every time). Keyed by every name at first, it never skipped a pacing update: each
+   names its leases by fresh ids, which sit inside paths (`leases.#l0`) the checks never resolve.
 14. A Query of an index sorts by plain values. Upstream sorts its candidates by tuples of `DynamoType`, whose
    comparisons go through Python methods that recompute each value (`cast_value`) per comparison: most of a
    Query of the sparse `pending` index at a few thousand pending URLs. The patch sorts by the same values,
@@ -92,6 +93,12 @@ fails until someone re-reads the upstream code and re-pins.
    attribute value of every item in a request (a handler looked up per member, per nested value): with a
    100-item claim transaction, about a tenth of the emulator's CPU. The patch converts an `AttributeValue` the
    way that walk does (members in the shape's order, nulls dropped, binary decoded) in one function.
+18. The update validator's walks look node types up once. Upstream's `DepthFirstTraverser` rebuilds its
+   processor's map of node types (a dict, then a tuple) and runs two `isinstance` checks against abstract
+   classes for every node of every walk, and calls the per-child hook its processors almost never override:
+   with seven walks of a 60-node pacing update, most of an UpdateItem's CPU. The patch walks the same nodes in
+   the same order and processes the same ones, deciding both checks once per (processor class, node class);
+   the processors' maps are keyed by classes only (checked by a test), so the answer cannot change.
 """
 
 from __future__ import annotations
@@ -736,12 +743,31 @@ def _copy_update_tree(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
 
 
 SYNTAX_CHECKED_MAX = 4096
-"""(text, names) pairs patch 13 remembers as passed; beyond it, the memory starts over."""
+"""(text, names, keys) triples patch 13 remembers as passed; beyond it, the memory starts over."""
+
+
+def path_heads(tree: Any) -> tuple[Any, ...]:
+    """What begins each path anywhere in an update expression's tree, a placeholder or a name: the only
+    entries of the attribute names the syntax-only checks look up (the key check looks up each path's first
+    element, the overlap check an action's path when it is one placeholder; longer paths are compared by
+    their placeholders)."""
+    from moto.dynamodb.parsing.ast_nodes import Node, UpdateExpressionPath  # type: ignore[attr-defined]
+
+    heads = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Node):
+            continue
+        if isinstance(node, UpdateExpressionPath):
+            heads.add(node.children[0].children[0])  # as the key check reads it
+        stack.extend(node.children or ())
+    return tuple(sorted(heads, key=repr))
 
 
 def _syntax_checked_once(validator: Any) -> None:
-    """`UpdateExpressionValidator` (5.2.5) without its three syntax-only walks for a (text, names, table keys)
-    triple that passed them before (patch 13)."""
+    """`UpdateExpressionValidator` (5.2.5) without its three syntax-only walks for a (text, names of its path
+    heads, table keys) triple that passed them before (patch 13)."""
     from moto.dynamodb.parsing.validators import (
         ActionCountValidator,
         OverlappingPathsValidator,
@@ -749,16 +775,23 @@ def _syntax_checked_once(validator: Any) -> None:
     )
 
     syntax_only = (ActionCountValidator, OverlappingPathsValidator, UpdateHashRangeKeyValidator)
-    passed: set[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]]] = set()
+    passed: set[tuple[str, tuple[tuple[Any, str | None], ...], tuple[str, ...]]] = set()
     init, validate = validator.__init__, validator.validate
 
     @functools.wraps(init)
     def checked_init(self: Any, expression: Any, *args: Any, **kwargs: Any) -> None:
         init(self, expression, *args, **kwargs)
         text = getattr(expression, "seolens_text", None)
+        if text is None:
+            self.seolens_pair = None
+            return
+        heads = getattr(expression, "seolens_heads", None)
+        if heads is None:
+            heads = expression.seolens_heads = path_heads(expression)  # the kept tree: once per text
         names = self.expression_attribute_names or {}
+        read = tuple((head, names.get(head)) for head in heads)
         keys = tuple(self.table.table_key_attrs)  # the key validator reads the table's key names too
-        self.seolens_pair = None if text is None else (text, tuple(sorted(names.items())), keys)
+        self.seolens_pair = (text, read, keys)
         if self.seolens_pair in passed:
             self.processors = [p for p in self.processors if not isinstance(p, syntax_only)]
 
@@ -773,6 +806,48 @@ def _syntax_checked_once(validator: Any) -> None:
 
     validator.__init__ = checked_init
     validator.validate = checked_validate
+
+
+def _traverse_by_type(traverser: Any) -> None:
+    """`DepthFirstTraverser.traverse_node_recursively` (5.2.5) with its two type checks decided once per
+    (processor class, node class) and the per-child hook called only where a processor overrides it
+    (patch 18). Same nodes, same order, same processing, same re-linking."""
+    from moto.dynamodb.parsing.ast_nodes import Node  # type: ignore[attr-defined]
+
+    base_hook = traverser.pre_processing_of_child
+    is_node: dict[type, bool] = {}
+    processed: dict[tuple[type, type], bool] = {}
+    hooked: dict[type, bool] = {}
+
+    @functools.wraps(traverser.traverse_node_recursively)
+    def walk(self: Any, node: Any, child_id: int = -1) -> Any:
+        kind = type(node)
+        known = is_node.get(kind)
+        if known is None:
+            known = is_node[kind] = isinstance(node, Node)
+        if not known:
+            return node
+        processor = type(self)
+        parent_node = node.parent
+        if node.children is not None:
+            hook = hooked.get(processor)
+            if hook is None:
+                hook = hooked[processor] = processor.pre_processing_of_child is not base_hook
+            for i, child_node in enumerate(node.children):
+                if hook:
+                    self.pre_processing_of_child(node, i)
+                walk(self, child_node, i)
+        wanted = processed.get((processor, kind))
+        if wanted is None:
+            wanted = processed[processor, kind] = isinstance(node, self.nodes_to_be_processed())
+        if wanted:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+        return node
+
+    traverser.traverse_node_recursively = walk
 
 
 def _sorted_by_values(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -886,6 +961,9 @@ def apply() -> bool:
 
         validators.deepcopy = _copy_update_tree(validators.deepcopy)  # type: ignore[attr-defined]
         _syntax_checked_once(validators.UpdateExpressionValidator)
+        from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
+
+        _traverse_by_type(DepthFirstTraverser)
         DynamoDBBackend.update_item = _update_without_stream_copy(  # type: ignore[method-assign]
             DynamoDBBackend.update_item
         )

@@ -987,6 +987,191 @@ def test_syntax_checks_are_skipped_only_for_a_pair_that_passed(patched_moto: Emb
     assert (item["a"], item["b"]) == ({"N": "1"}, {"N": "2"})
 
 
+def test_syntax_checks_key_on_path_heads_not_on_names_inside_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Patch 13: a pacing update names its leases by fresh ids inside paths (`leases.#l0`), which the
+    syntax-only checks never resolve: once the text passed, they are skipped whatever those ids are; a new
+    name at the head of a path (a key attribute here) is checked, and refused, every time."""
+    from moto import mock_aws
+    from moto.dynamodb.parsing.validators import ActionCountValidator
+
+    ran: list[int] = []
+    real = ActionCountValidator.verify_action_counts
+
+    def counted(self: Any, node: Any) -> Any:
+        ran.append(1)
+        return real(self, node)
+
+    monkeypatch.setattr(ActionCountValidator, "verify_action_counts", counted)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    moto_patches.apply()
+    with mock_aws():
+        _heads_checked_once(ran)
+
+
+def _heads_checked_once(ran: list[int]) -> None:
+    table = f"heads-{uuid.uuid4().hex[:8]}"  # other tests' in-process moto may share the backend
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    ddb.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+    )
+    key = {"k": {"S": "h"}}
+    ddb.put_item(TableName=table, Item={"k": {"S": "h"}, "leases": {"M": {}}, "n": {"N": "1"}})
+    text = "SET leases.#l0 = n + :t, leases.#l1 = n + :t, #h = :t"
+    runs = []
+    for lease in range(3):
+        ddb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression=text,
+            ExpressionAttributeNames={"#l0": f"a{lease}", "#l1": f"b{lease}", "#h": "last"},
+            ExpressionAttributeValues={":t": {"N": "2"}},
+        )
+        runs.append(len(ran))
+    assert runs[0] > 0 and runs[1] == runs[0] == runs[2]  # checked the first time only
+    for _ in range(2):
+        with pytest.raises(ddb.exceptions.ClientError, match="part of the key"):
+            ddb.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression=text,
+                ExpressionAttributeNames={"#l0": "c", "#l1": "d", "#h": "k"},
+                ExpressionAttributeValues={":t": {"N": "2"}},
+            )
+    leases = ddb.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["leases"]["M"]
+    assert sorted(leases) == ["a0", "a1", "a2", "b0", "b1", "b2"]
+
+
+HEAD_CASES = [
+    # (update expression, names) whose heads decide the syntax checks; each is validated against names that
+    # pass and names that do not
+    ("SET #a = :v, #b = :v", {"#a": "x", "#b": "y"}),
+    ("SET #a = :v, #b = :v", {"#a": "x", "#b": "x"}),
+    ("SET #a.#in = :v, #b = :v", {"#a": "x", "#b": "x", "#in": "z"}),
+    ("SET #a.#in = :v, #a.#in2 = :v", {"#a": "x", "#in": "z", "#in2": "z"}),
+    ("SET m.#in = :v REMOVE #k", {"#in": "z", "#k": "k"}),
+    ("SET m.#in = :v REMOVE #k", {"#in": "z", "#k": "other"}),
+    ("SET a = if_not_exists(#k, :v)", {"#k": "k"}),
+    ("SET a = if_not_exists(#k, :v)", {"#k": "q"}),
+    ("SET a = :v, a.b = :v", {}),
+    ("SET a = :v SET b = :v", {}),
+    ("ADD #c :v, #d :v", {"#c": "n", "#d": "n"}),
+    ("SET #a = :v", {}),
+]
+
+
+def test_path_heads_are_every_name_the_syntax_checks_look_up() -> None:
+    """Patch 13: the checks' verdict on a text is a function of the names of its path heads: two name maps
+    that agree on the heads get the same verdict from upstream's three syntax-only walks, and the heads of
+    each text are what its paths begin with."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+    from moto.dynamodb.parsing.validators import (
+        ActionCountValidator,
+        OverlappingPathsValidator,
+        UpdateHashRangeKeyValidator,
+    )
+
+    moto_patches.apply()
+
+    def verdict(text: str, names: dict[str, str]) -> str:
+        tree = copy.deepcopy(UpdateExpressionParser.make(text))
+        try:
+            for walk in (
+                ActionCountValidator(),
+                OverlappingPathsValidator(names),
+                UpdateHashRangeKeyValidator(["k"], names),
+            ):
+                tree = walk.traverse(tree)
+        except Exception as exc:  # the refusal is the verdict
+            return f"{type(exc).__name__}: {exc}"
+        return "passed"
+
+    assert moto_patches.path_heads(UpdateExpressionParser.make("SET #a.#in[2].c = :v REMOVE b.#x")) == (
+        "#a",
+        "b",
+    )
+    verdicts = set()
+    for text, names in HEAD_CASES:
+        heads = moto_patches.path_heads(UpdateExpressionParser.make(text))
+        inside = {name: value for name, value in names.items() if name not in heads}
+        same_heads = {
+            **{name: f"{value}-elsewhere" for name, value in inside.items()},
+            **{h: names[h] for h in heads if h in names},
+        }
+        verdicts.add(verdict(text, names))
+        assert verdict(text, same_heads) == verdict(text, names), (text, names)
+    assert "passed" in verdicts and len(verdicts) >= 4  # the cases pass and fail in several ways
+
+
+def test_typed_walks_process_the_nodes_upstreams_walks_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Patch 18: every crawler update and every head case, validated with the type-keyed walk and with
+    upstream's, gives the same tree (or the same refusal) and leaves the item the same; and no processor
+    overrides the walk or keys its map by anything but classes, which is what keying by type relies on."""
+    import ast
+    import inspect
+    import textwrap
+
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.parsing import ast_nodes, validators
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
+
+    moto_patches.apply()
+    traverser = ast_nodes.DepthFirstTraverser  # type: ignore[attr-defined]
+    typed = traverser.traverse_node_recursively
+    upstream = typed.__wrapped__
+    processors = []
+    todo = list(traverser.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        processors.append(cls)
+        assert "traverse_node_recursively" not in vars(cls) and "nodes_to_be_processed" not in vars(cls)
+        if "_processing_map" in vars(cls):
+            source = textwrap.dedent(inspect.getsource(cls._processing_map))
+            returned = [n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Return)]
+            assert returned and all(isinstance(r, ast.Dict) for r in returned), cls
+            assert all(isinstance(k, ast.Name) for r in returned for k in r.keys), cls  # type: ignore[attr-defined]
+    assert len(processors) >= 10
+
+    class _Table:
+        def __init__(self) -> None:
+            self.table_key_attrs = ["k"]
+            self.attribute_keys = ["k"]
+            self.attr = [{"AttributeName": "k", "AttributeType": "S"}]
+
+    def shape(node: Any) -> Any:
+        if not isinstance(node, ast_nodes.Node):  # type: ignore[attr-defined]
+            return repr(node)
+        return (type(node).__name__, node.type, [shape(c) for c in node.children or []])
+
+    def validated(walk: Any) -> list[Any]:
+        monkeypatch.setattr(traverser, "traverse_node_recursively", walk)
+        out = []
+        cases = [*CRAWLER_UPDATES, *((text, names, {":v": {"N": "1"}}) for text, names in HEAD_CASES)]
+        for text, names, values in cases:
+            attrs = {name: dict(value) for name, value in _pacing_item().items()}
+            item = Item(validators.DynamoType({"S": "host"}), None, copy.deepcopy(attrs))  # type: ignore[attr-defined]
+            try:
+                tree = validators.UpdateExpressionValidator(
+                    UpdateExpressionParser.make(text),
+                    expression_attribute_names=names or {},
+                    expression_attribute_values=values,
+                    item=item,
+                    table=_Table(),
+                ).validate()
+                out.append((shape(tree), item.to_json()))
+            except Exception as exc:
+                out.append(f"{type(exc).__name__}: {exc}")
+        return out
+
+    fast = validated(typed)
+    assert fast == validated(upstream)
+    assert any(isinstance(answer, str) for answer in fast) and any(isinstance(a, tuple) for a in fast)
+
+
 def _table_with_index(items: list[dict[str, Any]]) -> Any:
     """A moto table (in this process) with a `by_g` index (hash g, range r) holding `items`."""
     from moto.dynamodb.models import dynamodb_backends
