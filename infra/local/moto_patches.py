@@ -99,6 +99,9 @@ fails until someone re-reads the upstream code and re-pins.
    with seven walks of a 60-node pacing update, most of an UpdateItem's CPU. The patch walks the same nodes in
    the same order and processes the same ones, deciding both checks once per (processor class, node class);
    the processors' maps are keyed by classes only (checked by a test), so the answer cannot change.
+19. Reserved keywords looked up in a set. Upstream keeps DynamoDB's ~570 reserved words in a list and searches
+   it for every attribute name an expression resolves (`name.upper() in list`): 8 us a name, a dozen names an
+   update. The list is replaced by a list that answers `in` from a set of the same words.
 """
 
 from __future__ import annotations
@@ -723,7 +726,8 @@ def _copy_update_tree(deepcopy: Callable[..., Any]) -> Callable[..., Any]:
     from moto.dynamodb.parsing.ast_nodes import DDBTypedValue, Node  # type: ignore[attr-defined]
 
     def tree(node: Any, parent: Any) -> Any:
-        new = copy.copy(node)
+        new = object.__new__(type(node))  # what copy.copy does for these plain classes, without __reduce_ex__
+        new.__dict__.update(node.__dict__)
         new.parent = parent
         if node.children is not None:
             new.children = [tree(c, new) if isinstance(c, Node) else c for c in node.children]
@@ -850,6 +854,18 @@ def _traverse_by_type(traverser: Any) -> None:
     traverser.traverse_node_recursively = walk
 
 
+class _KeywordList(list[str]):
+    """moto's reserved keywords (5.2.5: a list its three callers only search with `in`), answering `in` from a
+    set of the same words (patch 19)."""
+
+    def __init__(self, words: list[str]) -> None:
+        super().__init__(words)
+        self._words = frozenset(words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._words
+
+
 def _sorted_by_values(method: Callable[..., Any]) -> Callable[..., Any]:
     """`Table.sorted_items` (5.2.5) with each item's sort values computed once (patch 14)."""
     from decimal import Decimal
@@ -964,6 +980,9 @@ def apply() -> bool:
         from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser  # type: ignore[attr-defined]
 
         _traverse_by_type(DepthFirstTraverser)
+        from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+
+        ReservedKeywords.KEYWORDS = _KeywordList(ReservedKeywords.get_reserved_keywords())
         DynamoDBBackend.update_item = _update_without_stream_copy(  # type: ignore[method-assign]
             DynamoDBBackend.update_item
         )

@@ -1172,6 +1172,20 @@ def test_typed_walks_process_the_nodes_upstreams_walks_process(monkeypatch: pyte
     assert any(isinstance(answer, str) for answer in fast) and any(isinstance(a, tuple) for a in fast)
 
 
+def test_reserved_keywords_answer_in_as_upstreams_list() -> None:
+    """Patch 19: the reserved words answer `in` from a set, as upstream's list does, for every word, its
+    other cases, and names that are not reserved; the list itself is unchanged."""
+    from moto.dynamodb.parsing.reserved_keywords import ReservedKeywords
+
+    moto_patches.apply()
+    kept = ReservedKeywords.get_reserved_keywords()
+    listed = ReservedKeywords._get_reserved_keywords()
+    assert type(kept) is not list and list(kept) == listed and len(listed) > 500
+    probes = [*listed, *(w.lower() for w in listed), "LEASES", "OBS", "NEXT_ALLOWED_AT", "", "URL_STATE", 42]
+    assert [p in kept for p in probes] == [p in listed for p in probes]
+    assert any(p in kept for p in probes) and not all(p in kept for p in probes)
+
+
 def _table_with_index(items: list[dict[str, Any]]) -> Any:
     """A moto table (in this process) with a `by_g` index (hash g, range r) holding `items`."""
     from moto.dynamodb.models import dynamodb_backends
