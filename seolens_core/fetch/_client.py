@@ -18,6 +18,7 @@ import httpx
 
 from seolens_core.fetch._decode import BoundedDecoder
 from seolens_core.fetch._guard import AddressPolicy
+from seolens_core.fetch._streams import pooled_transport
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -133,12 +134,11 @@ class Fetcher:
         self._total_timeout_s = total_timeout_s
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=100, keepalive_expiry=30)
         self._client = httpx.AsyncClient(
-            http2=http2,
             follow_redirects=False,
             timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=100, keepalive_expiry=30),
-            transport=transport,
+            transport=transport if transport is not None else pooled_transport(http2=http2, limits=limits),
             trust_env=False,
         )
 
