@@ -18,7 +18,7 @@ import httpx
 
 from seolens_core.fetch._decode import BoundedDecoder
 from seolens_core.fetch._guard import AddressPolicy
-from seolens_core.fetch._streams import pooled_transport
+from seolens_core.fetch._pool import pooled_transport
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 

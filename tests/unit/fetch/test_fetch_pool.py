@@ -1,14 +1,16 @@
-"""The fetch pool's streams: httpcore's answers to the idle check, from a socket looked up once."""
+"""The fetch pool: httpcore's decisions and answers, at a cost linear in its connections."""
 
 from __future__ import annotations
 
 import asyncio
+import random
+from types import SimpleNamespace
 from typing import Any
 
 import httpcore
 
 from seolens_core.fetch import AddressPolicy, Fetcher
-from seolens_core.fetch._streams import KeptSocketBackend
+from seolens_core.fetch._pool import KeptSocketBackend, LinearPool
 
 
 class _CountingBackend(httpcore.AsyncNetworkBackend):
@@ -105,13 +107,86 @@ def test_the_fetch_pool_drops_a_connection_the_server_closed() -> None:
                 result = await fetcher.fetch(f"http://127.0.0.1:{port}/")
                 statuses.append(result.status)
                 await asyncio.sleep(0.1)  # the close reaches the client before the next request
-            backend = type(fetcher._client._transport._pool._network_backend).__name__  # type: ignore[attr-defined]
+            pool = fetcher._client._transport._pool  # type: ignore[attr-defined]
+            backend = f"{type(pool).__name__} on {type(pool._network_backend).__name__}"
         finally:
             await fetcher.aclose()
             server.close()
         return statuses, connections, backend
 
     statuses, connections, backend = asyncio.run(go())
-    assert backend == "KeptSocketBackend"
+    assert backend == "LinearPool on KeptSocketBackend"
     assert statuses == [200, 200, 200]
     assert connections == 3
+
+
+class _Connection:
+    """A pooled connection as the pool's assignment pass sees it (a fixed state, no I/O)."""
+
+    def __init__(self, label: str, origin: str, state: str) -> None:
+        self.label, self.origin, self.state = label, origin, state
+
+    def is_closed(self) -> bool:
+        return self.state == "closed"
+
+    def has_expired(self) -> bool:
+        return self.state == "expired"
+
+    def is_idle(self) -> bool:
+        return self.state == "idle"
+
+    def is_available(self) -> bool:
+        return self.state in ("idle", "multiplexing")
+
+    def can_handle_request(self, origin: str) -> bool:
+        return origin == self.origin
+
+
+class _Request:
+    def __init__(self, origin: str, queued: bool) -> None:
+        self.request = SimpleNamespace(url=SimpleNamespace(origin=origin))
+        self.queued = queued
+        self.assigned: list[str] = []
+
+    def is_queued(self) -> bool:
+        return self.queued
+
+    def assign_to_connection(self, connection: _Connection) -> None:
+        self.assigned.append(connection.label)
+
+
+def test_linear_pool_assigns_as_httpcores_pool_does() -> None:
+    """`LinearPool`'s assignment pass against upstream's, on 3,000 random pools (closed, expired, idle,
+    busy and multiplexing connections to three origins, queued and started requests, tight limits): the
+    same connections kept, closed and created, in the same order, and the same request assignments."""
+    rng = random.Random(7)
+    states = ["closed", "expired", "idle", "idle", "busy", "multiplexing"]
+    origins = ["a", "b", "c"]
+    outcomes = set()
+
+    def run(pool_class: type[httpcore.AsyncConnectionPool], seed: int) -> tuple[Any, ...]:
+        local = random.Random(seed)
+        limit = local.randint(1, 8)
+        pool = pool_class(max_connections=limit, max_keepalive_connections=local.randint(0, limit))
+        made = iter(range(100))
+        pool.create_connection = lambda origin: _Connection(f"new{next(made)}-{origin}", origin, "new")  # type: ignore[method-assign,assignment,misc]
+        pool._connections = [
+            _Connection(f"c{i}", local.choice(origins), local.choice(states))
+            for i in range(local.randint(0, limit))
+        ]  # type: ignore[assignment]
+        requests = [_Request(local.choice(origins), local.random() < 0.7) for _ in range(local.randint(0, 6))]
+        pool._requests = requests  # type: ignore[assignment]
+        closing = pool._assign_requests_to_connections()
+        return (
+            [c.label for c in pool._connections],  # type: ignore[attr-defined]
+            [c.label for c in closing],  # type: ignore[attr-defined]
+            [r.assigned for r in requests],
+        )
+
+    for _ in range(3000):
+        seed = rng.randrange(1 << 30)
+        ours = run(LinearPool, seed)
+        assert ours == run(httpcore.AsyncConnectionPool, seed), seed
+        kept, closing, assigned = ours
+        outcomes.add((bool(closing), any(label.startswith("new") for label in kept), any(assigned)))
+    assert len(outcomes) >= 6  # the pools closed, created, reused and left requests waiting in many mixes

@@ -1,9 +1,11 @@
-"""The fetch pool's network streams: httpcore's anyio streams, with the idle check reading a kept socket.
+"""The fetch pool: httpx's transport on httpcore's pool, without two costs that grow with its connections.
 
-httpcore asks every idle pooled connection whether its socket is readable (a server-closed connection)
-each time a request starts or ends. Its anyio stream answers by rebuilding anyio's map of socket attributes,
-a `getpeername()` system call and a dict of lambdas, before polling: with a few dozen pooled connections,
-several percent of a fetch worker's CPU. These streams look the socket up once and poll it directly.
+httpcore's pool re-examines every pooled connection each time a request starts or ends. Two parts of that
+cost more than the request itself once a container holds a few dozen connections (one host at a concurrency
+of 32, or many hosts kept alive): for each idle connection it counts the pool by building a list of every
+connection (quadratic: encode/httpcore#1035, still open), and it asks the connection's anyio stream whether
+its socket is readable, which rebuilds anyio's map of socket attributes (a `getpeername()` system call)
+before polling. `LinearPool` counts with `len`, `KeptSocketBackend`'s streams poll a socket looked up once.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import typing
 
 import httpcore
 import httpx
+from httpcore._async.interfaces import AsyncConnectionInterface
 from httpcore._utils import is_socket_readable  # httpcore's own poll, so the answer stays httpcore's
 
-__all__ = ["KeptSocketBackend", "pooled_transport"]
+__all__ = ["KeptSocketBackend", "LinearPool", "pooled_transport"]
 
 _NOT_LOOKED_UP: typing.Any = object()
 
@@ -82,13 +85,55 @@ class KeptSocketBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+class LinearPool(httpcore.AsyncConnectionPool):
+    """httpcore 1.0's pool, assigning requests to connections as it does, in time linear in its connections.
+
+    `_assign_requests_to_connections` is upstream's (1.0.9) with its decisions unchanged: the surplus-idle
+    test compares the number of connections (upstream builds a list of them to count it, per idle
+    connection) with the keep-alive limit; a request takes the first connection that can serve it (found
+    without listing the others) and lists the idle ones only when it must close one.
+    """
+
+    def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
+        closing_connections = []
+        for connection in list(self._connections):
+            if connection.is_closed():
+                self._connections.remove(connection)
+            elif connection.has_expired() or (
+                connection.is_idle() and len(self._connections) > self._max_keepalive_connections
+            ):
+                self._connections.remove(connection)
+                closing_connections.append(connection)
+
+        for pool_request in [request for request in self._requests if request.is_queued()]:
+            origin = pool_request.request.url.origin
+            available = next(
+                (c for c in self._connections if c.can_handle_request(origin) and c.is_available()), None
+            )
+            if available is not None:
+                pool_request.assign_to_connection(available)
+            elif len(self._connections) < self._max_connections:
+                connection = self.create_connection(origin)
+                self._connections.append(connection)
+                pool_request.assign_to_connection(connection)
+            else:
+                idle = next((c for c in self._connections if c.is_idle()), None)
+                if idle is not None:
+                    self._connections.remove(idle)
+                    closing_connections.append(idle)
+                    connection = self.create_connection(origin)
+                    self._connections.append(connection)
+                    pool_request.assign_to_connection(connection)
+        return closing_connections
+
+
 def pooled_transport(*, http2: bool, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
-    """httpx's transport, its connection pool built as httpx builds it (no proxy, no environment) on
-    `KeptSocketBackend`. httpx takes no network backend, so its pool is replaced."""
+    """httpx's transport with its connection pool built as httpx builds it (no proxy, no environment), as a
+    `LinearPool` on `KeptSocketBackend`: httpx takes neither, so its pool is replaced."""
     transport = httpx.AsyncHTTPTransport(http2=http2, limits=limits, trust_env=False)
     if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
         raise RuntimeError("httpx.AsyncHTTPTransport no longer keeps an httpcore pool in `_pool`")
-    transport._pool = httpcore.AsyncConnectionPool(
+    transport._pool = LinearPool(
         ssl_context=httpx.create_ssl_context(trust_env=False),
         max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
