@@ -21,6 +21,7 @@ from seolens_core.fetch._guard import AddressPolicy
 from seolens_core.fetch._pool import pooled_transport
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
+POOL_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=100, keepalive_expiry=30)
 
 
 class FetchErrorKind(enum.StrEnum):
@@ -134,11 +135,12 @@ class Fetcher:
         self._total_timeout_s = total_timeout_s
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
-        limits = httpx.Limits(max_connections=200, max_keepalive_connections=100, keepalive_expiry=30)
         self._client = httpx.AsyncClient(
             follow_redirects=False,
             timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
-            transport=transport if transport is not None else pooled_transport(http2=http2, limits=limits),
+            transport=transport
+            if transport is not None
+            else pooled_transport(http2=http2, limits=POOL_LIMITS),
             trust_env=False,
         )
 
