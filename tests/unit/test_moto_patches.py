@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -1184,6 +1185,40 @@ def test_reserved_keywords_answer_in_as_upstreams_list() -> None:
     probes = [*listed, *(w.lower() for w in listed), "LEASES", "OBS", "NEXT_ALLOWED_AT", "", "URL_STATE", 42]
     assert [p in kept for p in probes] == [p in listed for p in probes]
     assert any(p in kept for p in probes) and not all(p in kept for p in probes)
+
+
+def test_duplicate_keys_found_as_upstreams_list_scan() -> None:
+    """Patch 20: on 2,000 random key lists (BatchGetItem's key dicts with string, number and binary values;
+    BatchWriteItem's JSON strings; equal dicts in another key order; values with no exact stand-in), the
+    set-based check answers as upstream's scan."""
+    import random
+
+    from moto.dynamodb.responses import DynamoHandler
+
+    moto_patches.apply()
+    patched = DynamoHandler._contains_duplicates
+    upstream = patched.__wrapped__  # type: ignore[attr-defined]
+    rng = random.Random(5)
+
+    def key() -> Any:
+        kind = rng.choice(["dict", "dict", "reordered", "json", "odd"])
+        a = {"S": rng.choice(["a", "b", "c"])}
+        b = rng.choice([{"N": rng.choice(["1", "1.0", "2"])}, {"B": rng.choice([b"x", b"y"])}, {"S": "1"}])
+        if kind == "dict":
+            return {"crawl_id": a, "url_key": b}
+        if kind == "reordered":
+            return {"url_key": b, "crawl_id": a}
+        if kind == "json":
+            return json.dumps({"k": a}, sort_keys=True)
+        return rng.choice([{"k": [1, 2]}, {"k": {"N": 1}}, {"k": {"N": 1.0}}, {"k": {"BOOL": True}}, 7])
+
+    seen = set()
+    for _ in range(2000):
+        keys = [key() for _ in range(rng.randint(0, 6))]
+        answer = upstream(None, keys)
+        assert patched(None, keys) == answer, keys
+        seen.add(answer)
+    assert seen == {True, False}
 
 
 def _table_with_index(items: list[dict[str, Any]]) -> Any:
