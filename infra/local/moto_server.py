@@ -224,6 +224,8 @@ class _KeepAliveServer(BaseApplication):  # type: ignore[misc]
             # S3 metadata names may hold underscores (moto's own handler keeps them too).
             "header_map": "dangerous",
         }
+        if os.path.isdir("/dev/shm"):  # gunicorn's advice: its heartbeat file off the disk (a utime a loop)
+            settings["worker_tmp_dir"] = "/dev/shm"
         for key, value in settings.items():
             self.cfg.set(key, value)
 
