@@ -897,15 +897,9 @@ def test_update_answers_without_the_handlers_item_copy_equal_upstreams(
 
     def answers(patched: bool) -> list[Any]:
         monkeypatch.setattr(dynamodb_responses, "copy", dynamodb_responses.copy if patched else copy)
-        table = f"snap-{uuid.uuid4().hex[:8]}"  # other tests' in-process moto may share the backend
         with mock_aws():
             ddb = boto3.client("dynamodb", region_name="us-east-1")
-            ddb.create_table(
-                TableName=table,
-                BillingMode="PAY_PER_REQUEST",
-                AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
-                KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
-            )
+            table = _table_keyed_by_k(ddb, "snap")
             ddb.put_item(TableName=table, Item=_pacing_item())
             out = []
             for expression, names, values in CRAWLER_UPDATES:
@@ -1012,15 +1006,22 @@ def test_syntax_checks_key_on_path_heads_not_on_names_inside_paths(monkeypatch: 
         _heads_checked_once(ran)
 
 
-def _heads_checked_once(ran: list[int]) -> None:
-    table = f"heads-{uuid.uuid4().hex[:8]}"  # other tests' in-process moto may share the backend
-    ddb = boto3.client("dynamodb", region_name="us-east-1")
+def _table_keyed_by_k(ddb: Any, prefix: str) -> str:
+    """A new on-demand table keyed by the string `k`, named apart: other tests' in-process moto may share the
+    backend."""
+    table = f"{prefix}-{uuid.uuid4().hex[:8]}"
     ddb.create_table(
         TableName=table,
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
     )
+    return table
+
+
+def _heads_checked_once(ran: list[int]) -> None:
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    table = _table_keyed_by_k(ddb, "heads")
     key = {"k": {"S": "h"}}
     ddb.put_item(TableName=table, Item={"k": {"S": "h"}, "leases": {"M": {}}, "n": {"N": "1"}})
     text = "SET leases.#l0 = n + :t, leases.#l1 = n + :t, #h = :t"
