@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
+import ssl
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpcore
+import pytest
 
 from seolens_core.fetch import AddressPolicy, Fetcher
 from seolens_core.fetch._pool import KeptSocketBackend, LinearPool
@@ -79,6 +84,87 @@ def test_idle_checks_answer_as_httpcores_stream_and_look_the_socket_up_once() ->
     assert all(ours == httpcores for ours, httpcores in answers)
     # one "socket" look-up from our stream, then only the test's own (one per comparison)
     assert lookups.count("socket") == 1 + len(answers)
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    """A certificate and key for 127.0.0.1 made with the openssl command (skips the test without it)."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a test certificate")
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_a_tls_stream_keeps_answering_the_idle_check(tmp_path: Path) -> None:
+    """After `start_tls` the stream is still ours: its idle check polls the socket under TLS as httpcore's
+    own TLS stream does (not readable while idle, readable once the server has gone)."""
+    cert, key = _self_signed(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+    client_context = ssl.create_default_context(cafile=str(cert))
+
+    async def go() -> tuple[str, list[tuple[bool, bool]]]:
+        peers: list[asyncio.StreamWriter] = []
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            peers.append(writer)
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=server_context)
+        port = server.sockets[0].getsockname()[1]
+        counting = _CountingBackend()
+        plain = await KeptSocketBackend(counting).connect_tcp("127.0.0.1", port)
+        stream = await plain.start_tls(client_context, server_hostname="127.0.0.1")
+        await stream.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        head = b""
+        while not head.endswith(b"ok"):
+            head += await stream.read(1000)
+        while not peers:
+            await asyncio.sleep(0.01)
+        connection = counting.streams[0]  # the plain stream under TLS: the same socket
+
+        async def both() -> tuple[bool, bool]:
+            await asyncio.sleep(0.05)
+            return stream.get_extra_info("is_readable"), httpcore._utils.is_socket_readable(
+                connection.get_extra_info("socket")
+            )
+
+        answers = [await both()]
+        peers[0].close()
+        answers.append(await both())
+        kind = type(stream).__name__
+        await stream.aclose()
+        server.close()
+        return kind, answers
+
+    kind, answers = asyncio.run(go())
+    assert kind == "_KeptSocketStream"
+    assert [ours for ours, _ in answers] == [False, True]
+    assert all(ours == httpcores for ours, httpcores in answers)
 
 
 def test_the_fetch_pool_drops_a_connection_the_server_closed() -> None:
