@@ -719,9 +719,8 @@ def _project_top_level(project: Callable[[Any, list[list[str]]], Any]) -> Callab
     def wrapper(self: Any, projection_expressions: list[list[str]]) -> Any:
         if not all(len(path) == 1 and "[" not in path[0] for path in projection_expressions):
             return project(self, projection_expressions)
-        projected = object.__new__(
-            type(self)
-        )  # upstream's constructor re-checks the item's size per attribute
+        # Not through upstream's constructor: it re-measures the whole item for each attribute it adds.
+        projected = object.__new__(type(self))
         projected.hash_key, projected.range_key = self.hash_key, self.range_key
         projected.attrs = attrs = LimitedSizeDict.__new__(LimitedSizeDict)
         dict.__init__(attrs)

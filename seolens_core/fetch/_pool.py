@@ -130,11 +130,14 @@ class LinearPool(httpcore.AsyncConnectionPool):
 def pooled_transport(*, http2: bool, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
     """httpx's transport with its connection pool built as httpx builds it (no proxy, no environment), as a
     `LinearPool` on `KeptSocketBackend`: httpx takes neither, so its pool is replaced."""
-    transport = httpx.AsyncHTTPTransport(http2=http2, limits=limits, trust_env=False)
+    ssl_context = httpx.create_ssl_context(
+        trust_env=False
+    )  # one CA bundle load, shared with the replaced pool
+    transport = httpx.AsyncHTTPTransport(verify=ssl_context, http2=http2, limits=limits, trust_env=False)
     if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
         raise RuntimeError("httpx.AsyncHTTPTransport no longer keeps an httpcore pool in `_pool`")
     transport._pool = LinearPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
+        ssl_context=ssl_context,
         max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections,
         keepalive_expiry=limits.keepalive_expiry,
