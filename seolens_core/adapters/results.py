@@ -157,12 +157,15 @@ class ResultsStore:
         async for _, row in self.rows_of(crawl_id, (kind,)):
             yield row
 
-    async def rows_of(self, crawl_id: str, kinds: Sequence[str]) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    async def rows_of(
+        self, crawl_id: str, kinds: Sequence[str], batch_parts: bool = True
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(kind, row) for every row of the `kinds`, as `rows` does for one: a batch part is read once for
-        all of them (within a part, kind by kind in the order given)."""
+        all of them (within a part, kind by kind in the order given). `batch_parts=False`: the parts of one
+        kind only (a reader that has the batch parts' rows from elsewhere)."""
         prefixes = {kind_prefix(crawl_id, kind): kind for kind in kinds}
         batch = batch_prefix(crawl_id)
-        if any(kind in BATCH_KINDS for kind in kinds):
+        if batch_parts and any(kind in BATCH_KINDS for kind in kinds):
             prefixes[batch] = ""
 
         async def read(key: str) -> dict[str, list[Any]]:

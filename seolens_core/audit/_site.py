@@ -372,6 +372,15 @@ class SiteAudit:
         self._reported.add((link.source, link.target, code))
         return make_finding(code, link.source, _status_text(target), link.target, catalogue=self._catalogue)
 
+    def link_rows(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Finding]:
+        """`link()` of each stored link row; a row that cannot make a finding (its target is a plain 2xx
+        page or was not crawled, and links are not counted) is passed over unbuilt."""
+        for row in rows:
+            if self._count_links or row["target"] in self._targets:
+                finding = self.link(LinkRow.from_mapping(row))
+                if finding is not None:
+                    yield finding
+
     def orphans(self, inlinks: Mapping[str, int] | None = None) -> Iterator[Finding]:
         """Sitemap URLs with no inlink (`inlinks` from elsewhere, or the links counted by `link()`)."""
         counts = inlinks if inlinks is not None else self._counted

@@ -10,19 +10,24 @@ Layout (all under `crawls/{crawl_id}/inlinks/`):
   targets whose `url_key(target) % shards == shard`. Source keys are the 64-bit `url_key` of the source
   (see seolens_core/urls/_key.py for the collision bound), sorted and unique within the step.
 - `counts/{shard:04d}.json` -- written by the reduce of `shard`: `{target: inlinks}`.
-- `graph/{step:06d}/{shard:04d}.json` -- written by the same reduce: `{target: [source key, ...]}`, the
-  merged in-edges of the shard's targets (generation `step` = the map steps done, so a re-run never
-  reads a stale file).
+- `graph/{step:06d}/{shard:04d}.bin` -- written by the same reduce: the merged in-edges of the shard's
+  targets (generation `step` = the map steps done, so a re-run never reads a stale file), as `Graph`
+  bytes: its targets (JSON), then each target's sorted source keys as one array of 8-byte keys, so a
+  depth step reads it without decoding an integer at a time.
 - `depth/{step:06d}/{shard:04d}.json` -- `{url: click depth}` of the shard's URLs reached from a start URL;
   `depth/{step:06d}/level/{level:04d}/{shard:04d}.bin` -- the url keys first reached at `level`
   (8-byte unsigned, sorted), the frontier of the next level.
+- `rows/{kind}/{step:06d}.jsonl` -- the rows of each batch kind (pages, pacing, links) map step `step`
+  read, as they were stored (JSON lines): the report reads these few large objects, never a part again.
 - `cursor.json` -- the checkpoint of the loop (below).
 
 Map: one step reads link rows (the links section of the batch parts `crawls/{id}/parts/*.jsonl`, after the
 link-only parts `crawls/{id}/links/*.jsonl` of earlier versions) in key order, starting after the last key the
 previous step read (S3 `StartAfter`, so neither the listing nor the state grows with the crawl), until it
-has seen `edge_budget` edges (at least one part), then writes at most `shards` objects. Memory per step is
-bounded by the edge budget plus the parts read ahead (`READ_AHEAD`, eight worker batches).
+has seen `edge_budget` edges (at least one part), then writes at most `shards` objects and the rows of the
+parts it read (their bytes, copied, by kind: batch parts hold page and pacing rows too). Memory per step is
+bounded by the edge budget (its pairs and the parts' bytes, ~200 bytes an edge) plus the parts read ahead
+(`READ_AHEAD`, eight worker batches).
 
 Reduce: one step merges the map objects of `shards_per_step` shards: per target, the union of source keys,
 then its size. The union (rather than a sum of per-step counts) makes the result exact even when the same
@@ -34,8 +39,9 @@ edges / shards: pick `shards` so that fits (16 for the default Lambda up to ~3M 
 Depth: the shortest click distance from a start URL over the same internal edges (the report's `depth`),
 by a breadth-first search run level by level over the graph files, one shard per step: a target of the
 shard not yet in the shard's depth map gets `level + 1` when one of its source keys is in the frontier of
-`level` (a sorted array of 8-byte keys, searched by bisection). A step holds one shard's in-edges and depth
-map plus the frontier: 8 bytes per URL of one level, never the graph. The depth phase runs only when the
+`level` (a sorted array of 8-byte keys; a set of them up to `FRONTIER_SET_MAX` keys, searched by bisection
+beyond). A step holds one shard's in-edges and depth map plus the frontier (8 bytes per URL of one level,
+~70 as a set), never the graph. The depth phase runs only when the
 start URLs are passed to `step`/`run` (the report does; the counts alone do not need it). The frontier
 message's `depth` is not used for this: workers run in parallel, so the first discovery of a URL is not
 always along a shortest path.
@@ -60,12 +66,12 @@ import heapq
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seolens_core.adapters._batch_part import sections
+from seolens_core.adapters._batch_part import BATCH_KINDS, sections
 from seolens_core.adapters._gather import read_ahead
 from seolens_core.adapters._json import dumps, load_lines, loads
 from seolens_core.adapters.results import READ_AHEAD, batch_prefix, kind_prefix
@@ -76,6 +82,8 @@ Cursor = dict[str, Any]
 DEFAULT_SHARDS = 16
 DEFAULT_EDGE_BUDGET = 200_000
 DEFAULT_SHARDS_PER_STEP = 1
+FRONTIER_SET_MAX = 2_000_000
+"""Frontier keys held as a set (C-speed membership, ~140 MB at most); a larger level is searched by bisection."""
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
 
 
@@ -90,16 +98,18 @@ class ObjectStore(Protocol):
 
     async def get_object(self, key: str) -> bytes | None: ...
 
-    async def batch_rows(self, key: str, kind: str) -> list[Any]: ...
-
 
 def shard_of(target: str, shards: int) -> int:
     """The stable shard of a target URL (the same on every machine and run)."""
     return url_key(target) % shards
 
 
+CURSOR_VERSION = 2
+"""2: map steps copy the rows they read (`rows/`). A checkpoint of another version is started over."""
+
+
 def start_cursor(shards: int = DEFAULT_SHARDS) -> Cursor:
-    return {"v": 1, "phase": "map", "after": None, "step": 0, "shard": 0, "shards": shards}
+    return {"v": CURSOR_VERSION, "phase": "map", "after": None, "step": 0, "shard": 0, "shards": shards}
 
 
 def is_done(cursor: Cursor | None) -> bool:
@@ -108,6 +118,17 @@ def is_done(cursor: Cursor | None) -> bool:
 
 def _base(crawl_id: str) -> str:
     return f"crawls/{crawl_id}/inlinks/"
+
+
+def rows_key(crawl_id: str, kind: str, step: int) -> str:
+    """The rows of `kind` (one of `BATCH_KINDS`) read by map step `step`."""
+    return f"{_base(crawl_id)}rows/{kind}/{step:06d}.jsonl"
+
+
+def rows_keys(crawl_id: str, kind: str, cursor: Cursor) -> list[str]:
+    """Every row of `kind` the map steps of `cursor` read, as objects in reading order (each step wrote one
+    of each kind, empty or not)."""
+    return [rows_key(crawl_id, kind, step) for step in range(cursor["step"])]
 
 
 def _link_prefixes(crawl_id: str) -> tuple[str, str]:
@@ -134,11 +155,15 @@ def map_pairs(
     """Unique internal (source, target) pairs of `rows`, source != target, grouped by target shard
     (added to `into` when given)."""
     out: dict[int, dict[str, set[int]]] = {} if into is None else into
+    source_keys: dict[str, int] = {}  # a page's links come together: its key is hashed once
     for link in rows:
         source, target = link["source"], link["target"]
         if not link.get("internal") or source == target:
             continue
-        out.setdefault(shard_of(target, shards), {}).setdefault(target, set()).add(url_key(source))
+        key = source_keys.get(source)
+        if key is None:
+            key = source_keys[source] = url_key(source)
+        out.setdefault(shard_of(target, shards), {}).setdefault(target, set()).add(key)
     return out
 
 
@@ -148,7 +173,7 @@ class InlinkCounter:
     edge_budget: int = DEFAULT_EDGE_BUDGET
     shards_per_step: int = DEFAULT_SHARDS_PER_STEP
     # The last frontier read (its key prefix and keys): the steps of one level in one invocation share it.
-    _frontier_cache: dict[str, array[int]] = field(default_factory=dict, compare=False, repr=False)
+    _frontier_cache: dict[str, Frontier] = field(default_factory=dict, compare=False, repr=False)
 
     async def step(self, crawl_id: str, cursor: Cursor | None, starts: Sequence[str] = ()) -> Cursor:
         """One bounded map, reduce or depth step; returns the next cursor (phase "done" at the end).
@@ -190,7 +215,8 @@ class InlinkCounter:
 
     async def load(self, crawl_id: str) -> Cursor | None:
         raw = await self.store.get_object(_base(crawl_id) + "cursor.json")
-        return None if raw is None else dict(loads(raw))
+        cursor = None if raw is None else dict(loads(raw))
+        return cursor if cursor is not None and cursor.get("v") == CURSOR_VERSION else None
 
     async def save(self, crawl_id: str, cursor: Cursor) -> None:
         await self.store.put_object(_base(crawl_id) + "cursor.json", dumps(cursor))
@@ -220,28 +246,37 @@ class InlinkCounter:
         shards: int = cursor["shards"]
         after: str | None = cursor["after"]
         pairs: dict[int, dict[str, set[int]]] = {}
+        copies: dict[str, list[bytes]] = {kind: [] for kind in BATCH_KINDS}
         seen = 0
         batch_parts = _link_prefixes(crawl_id)[1]
 
-        async def links_of(key: str) -> list[Any]:
-            if key.startswith(batch_parts):
-                return await self.store.batch_rows(key, "links")
-            return load_lines(await self.store.get_object(key) or b"")
+        async def sections_of(key: str) -> dict[str, bytes]:
+            raw = await self.store.get_object(key) or b""
+            return sections(raw, BATCH_KINDS) if key.startswith(batch_parts) else {"links": raw}
 
         while seen < self.edge_budget:
             keys = await _link_keys(self.store, crawl_id, after, _LIST_PAGE)
             if not keys:
                 break
-            async with aclosing(read_ahead(keys, links_of, READ_AHEAD)) as parts:
-                async for key, rows in parts:
+            async with aclosing(read_ahead(keys, sections_of, READ_AHEAD)) as parts:
+                async for key, found in parts:
                     after = key
+                    rows = load_lines(found["links"])
                     seen += len(rows)
                     map_pairs(rows, shards, into=pairs)
+                    for kind, raw in found.items():
+                        if raw.strip():
+                            copies[kind].append(raw if raw.endswith(b"\n") else raw + b"\n")
                     if seen >= self.edge_budget:
                         break
         if after == cursor["after"]:  # nothing left to read; `after` stays: the high-water mark
             return {**cursor, "phase": "reduce", "shard": 0}
         step: int = cursor["step"]
+        for kind, lines in copies.items():
+            await self.store.put_object(
+                rows_key(crawl_id, kind, step), b"".join(lines), "application/x-ndjson"
+            )
+        del copies
         for shard, targets in pairs.items():
             body = {target: sorted(sources) for target, sources in sorted(targets.items())}
             key = f"{_base(crawl_id)}map/{shard:04d}/{step:06d}.json"
@@ -262,11 +297,10 @@ class InlinkCounter:
             counts = {target: len(sources) for target, sources in sorted(merged.items())}
             await self.store.put_object(f"{_base(crawl_id)}counts/{s:04d}.json", dumps(counts))
             del counts
-            graph = {target: sorted(sources) for target, sources in sorted(merged.items())}
+            graph = Graph.of(merged)
             del merged
             await self.store.put_object(
-                f"{_base(crawl_id)}graph/{cursor['step']:06d}/{s:04d}.json",
-                dumps(graph),
+                _graph_key(crawl_id, cursor["step"], s), graph.to_bytes(), "application/octet-stream"
             )
             del graph
         if end >= shards:
@@ -291,11 +325,11 @@ class InlinkCounter:
             depth.update((u, 0) for u in starts if shard_of(u, shards) == shard)
         found = False
         if frontier:
-            raw = await self.store.get_object(f"{_base(crawl_id)}graph/{cursor['step']:06d}/{shard:04d}.json")
-            graph: dict[str, list[int]] = loads(raw or b"{}")
+            raw = await self.store.get_object(_graph_key(crawl_id, cursor["step"], shard))
+            graph = Graph.from_bytes(raw) if raw else Graph([], array("Q", [0]), array("Q"))
             del raw
-            for target, sources in graph.items():
-                if target not in depth and any(_contains(frontier, k) for k in sources):
+            for target, sources in graph.in_edges():
+                if target not in depth and frontier.reaches(sources):
                     depth[target] = level + 1
                     found = True
             del graph
@@ -314,10 +348,10 @@ class InlinkCounter:
             return {**cursor, "phase": "done", "shard": shards}
         return {**cursor, "level": level + 1, "shard": 0}
 
-    async def _frontier(self, base: str, level: int, starts: Sequence[str]) -> array[int]:
-        """The sorted url keys first reached at `level` (level 0: the start URLs)."""
+    async def _frontier(self, base: str, level: int, starts: Sequence[str]) -> Frontier:
+        """The url keys first reached at `level` (level 0: the start URLs)."""
         if level == 0:
-            return array("Q", sorted({url_key(u) for u in starts}))
+            return Frontier(array("Q", sorted({url_key(u) for u in starts})))
         prefix = f"{base}level/{level:04d}/"
         if prefix in self._frontier_cache:
             return self._frontier_cache[prefix]
@@ -326,11 +360,74 @@ class InlinkCounter:
             part: array[int] = array("Q")
             part.frombytes(await self.store.get_object(key) or b"")
             parts.append(part)
-        keys = array("Q", heapq.merge(*parts))  # each shard's keys are sorted
+        frontier = Frontier(array("Q", heapq.merge(*parts)))  # each shard's keys are sorted
         del parts
         self._frontier_cache.clear()  # a level is read only once all of the previous level's shards are done
-        self._frontier_cache[prefix] = keys
-        return keys
+        self._frontier_cache[prefix] = frontier
+        return frontier
+
+
+def _graph_key(crawl_id: str, step: int, shard: int) -> str:
+    return f"{_base(crawl_id)}graph/{step:06d}/{shard:04d}.bin"
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """One shard's in-edges: `targets[i]` is linked from `keys[offsets[i]:offsets[i + 1]]` (source url keys,
+    sorted). Stored as 16 bytes (the JSON length, the target count), the targets as a JSON list, then the
+    offsets and the keys as arrays of 8-byte unsigned integers (native order, as the level files)."""
+
+    targets: list[str]
+    offsets: array[int]
+    keys: array[int]
+
+    @classmethod
+    def of(cls, in_edges: dict[str, set[int]]) -> Graph:
+        targets = sorted(in_edges)
+        offsets, keys = array("Q", [0]), array("Q")
+        for target in targets:
+            keys.extend(sorted(in_edges[target]))
+            offsets.append(len(keys))
+        return cls(targets, offsets, keys)
+
+    def in_edges(self) -> Iterator[tuple[str, array[int]]]:
+        offsets, keys = self.offsets, self.keys
+        for i, target in enumerate(self.targets):
+            yield target, keys[offsets[i] : offsets[i + 1]]
+
+    def to_bytes(self) -> bytes:
+        names = dumps(self.targets)
+        return (
+            array("Q", [len(names), len(self.targets)]).tobytes()
+            + names
+            + (self.offsets + self.keys).tobytes()
+        )
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Graph:
+        size, count = array("Q", data[:16])
+        targets: list[str] = loads(data[16 : 16 + size])
+        numbers = array("Q", data[16 + size :])
+        if len(targets) != count or len(numbers) < count + 1 or numbers[count] != len(numbers) - count - 1:
+            raise ValueError(f"not an in-edge graph: {count} targets, {len(numbers)} numbers")
+        return cls(targets, numbers[: count + 1], numbers[count + 1 :])
+
+
+class Frontier:
+    """The url keys of one BFS level (sorted), and whether any of a target's source keys is among them: by a
+    set up to `FRONTIER_SET_MAX` keys (C-speed membership), by bisection beyond."""
+
+    def __init__(self, keys: array[int]) -> None:
+        self.keys = keys
+        self._members = frozenset(keys) if len(keys) <= FRONTIER_SET_MAX else None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def reaches(self, sources: Iterable[int]) -> bool:
+        if self._members is not None:
+            return not self._members.isdisjoint(sources)
+        return any(_contains(self.keys, k) for k in sources)
 
 
 def _contains(keys: array[int], key: int) -> bool:
@@ -359,7 +456,3 @@ class MemoryObjects:
     async def get_object(self, key: str) -> bytes | None:
         self.gets += 1
         return self.objects.get(key)
-
-    async def batch_rows(self, key: str, kind: str) -> list[Any]:
-        self.gets += 1
-        return load_lines(sections(self.objects[key], (kind,))[kind])

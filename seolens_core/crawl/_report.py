@@ -7,18 +7,21 @@ a sitemap URL with none from crawled HTML pages is an orphan.
 Memory is bounded by one shard of pages (the inlink shards, ~4,000 pages each), not by the crawl. All
 scratch objects live under `crawls/{id}/reportwork/{run}/` (`_Work`):
 
-1. Spool: page rows, pending URLs and dead letters (tagged with a global sequence number, the first-seen
-   order) and sitemap URLs are appended to per-shard spools (`shard_of(url)`), written out whenever
-   `SPOOL_BUFFER` bytes are buffered.
+1. Spool: page rows (the inlink map's copies of the batch parts' rows, read through in a few large pieces,
+   after any parts of one kind), pending URLs and dead letters (tagged with a global sequence number, the
+   first-seen order) and sitemap URLs are appended to per-shard spools (`shard_of(url)`), written out
+   whenever `SPOOL_BUFFER` bytes are buffered.
 2. Per shard: dedupe by outcome rank (first seen wins a tie, pending only fills a gap, a dead letter wins),
    fold in the sitemap flag and lastmod, the shard's inlink counts and click depths, sort by
    (depth is None, depth, url) and write the shard's run; its orphans (sitemap URLs without inlinks) too.
-3. A k-way merge of the runs (ranged GETs of `MERGE_READ` bytes per run) gives the pages in pages.jsonl
-   order: their own alerts become findings, `SiteAudit.add_page` sees them in order, and their
-   title/description/hash are spooled by `shard_of(value)` for the duplicate rules.
+3. A k-way merge of the runs (ranged GETs of `MERGE_BUFFER` bytes over all runs, at least `MERGE_READ` a
+   run) gives the pages in pages.jsonl order: their own alerts become findings, `SiteAudit.add_page` sees
+   them in order, and their title/description/hash are spooled by `shard_of(value)` for the duplicate
+   rules.
 4. Duplicates per value shard (`duplicate_groups`), merged across shards in group order; then the other
-   page-level site rules, the link rules on the streamed links (links.jsonl is copied on the way), the
-   orphans merged in URL order. Each site finding's (url, code) is spooled by URL shard.
+   page-level site rules, the link rules on the link rows the inlink map copied (a few large objects, read
+   in `STREAM_READ` pieces that go to links.jsonl as they are), the orphans merged in URL order. Each site
+   finding's (url, code) is spooled by URL shard.
 5. Per shard: the site findings' codes are joined to their rows, then ALERT_NOT_IN_SITEMAP (its findings
    merged later in first-seen order); a last merge writes pages.jsonl and counts the summary.
 
@@ -51,7 +54,6 @@ from seolens_core.audit import (
     DUPLICATE_KINDS,
     Finding,
     FindingCode,
-    LinkRow,
     PageRow,
     SiteAudit,
     duplicate_findings,
@@ -63,6 +65,7 @@ from seolens_core.crawl._findings import describe
 from seolens_core.crawl._inlinks import (
     DEFAULT_EDGE_BUDGET,
     InlinkCounter,
+    rows_keys,
     shard_of,
     start_cursor,
 )
@@ -76,7 +79,13 @@ _OUTCOME_RANK = {"fetched": 5, "error": 4, "disallowed": 3, "pruned": 2, "dead_l
 HTML_MAX_ROWS = 5_000  # pages and findings embedded in report.html (all rows are in the jsonl/csv files)
 _CHUNK = 1 << 20  # serialized bytes handed to an upload at a time
 SPOOL_BUFFER = 16 << 20  # bytes of spooled rows buffered (all shards together) before they are written out
-MERGE_READ = 128 << 10  # bytes read at a time from each shard run during a k-way merge
+MERGE_READ = 128 << 10  # the fewest bytes read at a time from each shard run during a k-way merge
+MERGE_BUFFER = (
+    32 << 20
+)  # bytes read at a time from all the runs of one merge together (when more than MERGE_READ)
+STREAM_READ = (
+    8 << 20
+)  # bytes read at a time from one object read through (link rows, a previous crawl's files)
 
 
 @dataclass
@@ -150,7 +159,7 @@ class Reporter:
         sitemap_spool = work.spool("sitemap")
         seq = 0
         timelines: dict[str, dict[float, dict[str, Any]]] = {}
-        async for kind, row in s.results.rows_of(crawl_id, ("pages", "pacing")):  # one read of each part
+        async for kind, row in self._page_and_pacing_rows(crawl_id, cursor):
             if kind == "pages":
                 await rows_spool.add(shard_of(row["url"], shards), [seq, "p", row])
                 seq += 1
@@ -244,25 +253,18 @@ class Reporter:
             for finding in audit.page_findings():
                 await site_finding(finding)
 
-            # 5. Links: copied to links.jsonl while the link rules see them one at a time.
+            # 5. Links: the map steps' copies of the link rows, written to links.jsonl as read while the link
+            # rules see them (a redirect hop is not a link on a page: chains come from the pages' redirect_to).
             n_links = 0
             links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
             try:
-                chunk: list[bytes] = []
-                async for link in s.results.rows(crawl_id, "links"):
-                    n_links += 1
-                    chunk.append(dumps(link) + b"\n")
-                    if len(chunk) >= 2_000:
-                        await links_out.write(b"".join(chunk))
-                        chunk.clear()
-                    # A redirect hop is not a link on a page: chains come from the pages' redirect_to.
-                    if not link.get("redirect"):
-                        link_finding = audit.link(LinkRow.from_mapping(link))
-                        if link_finding is not None:
-                            await site_finding(link_finding)
-                if chunk:
-                    await links_out.write(b"".join(chunk))
-                del chunk
+                async for block in _read_through(s.results, rows_keys(crawl_id, "links", cursor)):
+                    await links_out.write(block)
+                    links = load_lines(block)
+                    n_links += len(links)
+                    for link_finding in audit.link_rows(link for link in links if not link.get("redirect")):
+                        await site_finding(link_finding)
+                    del links
                 keys["links.jsonl"] = await links_out.close()
             except BaseException:
                 await links_out.abort()
@@ -435,6 +437,18 @@ class Reporter:
             crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
         )
 
+    async def _page_and_pacing_rows(
+        self, crawl_id: str, cursor: dict[str, Any]
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(kind, row) of every page and pacing row: those of parts of one kind (written before batch parts),
+        then the copies the inlink map made of the batch parts' rows (a few large objects)."""
+        async for kind, row in self.s.results.rows_of(crawl_id, ("pages", "pacing"), batch_parts=False):
+            yield kind, row
+        for kind in ("pages", "pacing"):
+            async for block in _read_through(self.s.results, rows_keys(crawl_id, kind, cursor)):
+                for row in load_lines(block):
+                    yield kind, row
+
     async def _dead_letters(self, crawl_id: str) -> list[FrontierMessage]:
         """Peek at the dead-letter queue for this crawl's URLs (left in place for the redrive command)."""
         dlq = self.s.dead_letters
@@ -484,40 +498,49 @@ class _Spool:
                 yield item
 
 
-class _RangeReader:
-    """The lines of one object, read `MERGE_READ` bytes at a time (ranged GETs)."""
+async def _blocks(results: ResultsStore, key: str, size: int, read_size: int) -> AsyncIterator[bytes]:
+    """The object's bytes, read `read_size` at a time (ranged GETs), cut after the last newline of each read
+    (the rest goes with the next one); the last block ends where the object does."""
+    pos = 0
+    rest = b""
+    while pos < size:
+        data = rest + await results.get_range(key, pos, read_size)
+        pos += read_size
+        cut = len(data) if pos >= size else data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if cut:
+            yield data[:cut]
 
-    def __init__(self, results: ResultsStore, key: str, size: int) -> None:
-        self._results = results
-        self._key = key
-        self._size = size
-        self._pos = 0
-        self._rest = b""
+
+class _RangeReader:
+    """The lines of one object, read `read_size` bytes at a time (ranged GETs)."""
+
+    def __init__(self, results: ResultsStore, key: str, size: int, read_size: int) -> None:
+        self._blocks = _blocks(results, key, size, read_size)
         self._lines: deque[str] = deque()
 
     async def next(self) -> str | None:
         while not self._lines:
-            if self._pos >= self._size:
-                if self._rest:  # a last line without its newline
-                    line, self._rest = self._rest.decode("utf-8"), b""
-                    return line
+            block = await anext(self._blocks, None)
+            if block is None:
                 return None
-            data = self._rest + await self._results.get_range(self._key, self._pos, MERGE_READ)
-            self._pos += MERGE_READ
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                self._rest = data
-                continue
-            self._rest = data[cut + 1 :]
-            self._lines.extend(data[:cut].decode("utf-8").split("\n"))
+            text = block.decode("utf-8")
+            self._lines.extend((text[:-1] if text.endswith("\n") else text).split("\n"))
         return self._lines.popleft()
+
+
+async def _read_through(results: ResultsStore, keys: Iterable[str]) -> AsyncIterator[bytes]:
+    """The bytes of each object in turn, `STREAM_READ` at a time, each block ending at a line's end."""
+    for key in keys:
+        async for block in _blocks(results, key, await results.size(key), STREAM_READ):
+            yield block
 
 
 async def _lines(results: ResultsStore, key: str, keep_empty: bool = False) -> AsyncIterator[str]:
     """The lines of an object (without their newline; empty ones skipped unless `keep_empty`), read in
     bounded pieces."""
     size = await results.size(key)
-    reader = _RangeReader(results, key, size)
+    reader = _RangeReader(results, key, size, STREAM_READ)
     while (line := await reader.next()) is not None:
         if line or keep_empty:
             yield line
@@ -566,7 +589,8 @@ async def _spool_page(spool: _Spool, shards: int, which: int, row: dict[str, Any
 
 class _Work:
     """The report step's scratch objects under `crawls/{id}/reportwork/{run}/`: spools, and sorted runs
-    (one per shard and name) that `merge` reads back together in order, holding `MERGE_READ` bytes per run."""
+    (one per shard and name) that `merge` reads back together in order, holding `MERGE_BUFFER` bytes over all
+    runs (`MERGE_READ` a run at least)."""
 
     def __init__(self, results: ResultsStore, prefix: str) -> None:
         self._results = results
@@ -598,9 +622,10 @@ class _Work:
 
     async def merge(self, name: str, key_len: int = 1) -> AsyncIterator[Any]:
         """Every item of the runs of `name`, in order of their first `key_len` elements (a k-way merge)."""
+        runs = sorted(self._runs.get(name, {}).items())
+        read_size = max(MERGE_READ, min(STREAM_READ, MERGE_BUFFER // max(len(runs), 1)))
         readers = [
-            _RangeReader(self._results, self._run_key(name, shard), size)
-            for shard, size in sorted(self._runs.get(name, {}).items())
+            _RangeReader(self._results, self._run_key(name, shard), size, read_size) for shard, size in runs
         ]
         heap: list[tuple[list[Any], int, Any]] = []
         for i, reader in enumerate(readers):

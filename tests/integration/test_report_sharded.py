@@ -157,6 +157,8 @@ def test_sharded_report_writes_what_the_in_memory_reporter_wrote(
     _write(app, previous, site, rows, links, created=time.time() - 60)
     monkeypatch.setattr(_report, "SPOOL_BUFFER", 2_000)
     monkeypatch.setattr(_report, "MERGE_READ", 700)
+    monkeypatch.setattr(_report, "MERGE_BUFFER", 700)  # reads end mid-line in every run
+    monkeypatch.setattr(_report, "STREAM_READ", 900)  # and in the link rows read through
     monkeypatch.setattr(_report, "HTML_MAX_ROWS", 50)  # report.html's bounded selections are exercised too
 
     def services(module: Any) -> Any:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from dataclasses import asdict
+from itertools import product
 
 from seolens_core.audit import LinkRow, PageRow, SiteAudit, site_findings
 
@@ -38,11 +40,13 @@ def test_pushing_links_equals_site_findings_with_counted_and_given_inlinks() -> 
     codes: set[str] = set()
     for seed in range(20):
         pages, links = _site(seed)
-        for inlinks in (None, {S + "/p0": 3}):
+        for inlinks, as_stored in product((None, {S + "/p0": 3}), (False, True)):
             expected = list(site_findings(pages, links, inlinks=inlinks))
             audit = SiteAudit(iter(pages), count_links=inlinks is None)
             got = list(audit.page_findings())
-            for link in iter(links):
+            if as_stored:  # the rows as the crawl stores them, pushed in one call
+                got += audit.link_rows(asdict(link) for link in links)
+            for link in links if not as_stored else ():
                 finding = audit.link(link)
                 if finding is not None:
                     got.append(finding)

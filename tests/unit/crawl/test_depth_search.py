@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from array import array
 from typing import Any
+from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seolens_core.crawl._inlinks import InlinkCounter, MemoryObjects, is_done, start_cursor
+from seolens_core.crawl import _inlinks
+from seolens_core.crawl._inlinks import Graph, InlinkCounter, MemoryObjects, is_done, start_cursor
 
 URLS = [f"https://ex.test/p{i}" for i in range(14)]
 CRAWL = "c1"
@@ -80,14 +84,17 @@ def search(
     shards=st.integers(1, 5),
     starts=st.lists(st.sampled_from(URLS), min_size=1, max_size=2, unique=True),
     retried=st.booleans(),
+    set_max=st.sampled_from([_inlinks.FRONTIER_SET_MAX, 1, 0]),
 )
 def test_sharded_search_equals_the_in_memory_bfs(
-    parts: list[list[dict[str, Any]]], shards: int, starts: list[str], retried: bool
+    parts: list[list[dict[str, Any]]], shards: int, starts: list[str], retried: bool, set_max: int
 ) -> None:
-    """`retried`: a step re-run after its depth map was written must still hand its level to the next one."""
+    """`retried`: a step re-run after its depth map was written must still hand its level to the next one.
+    `set_max`: frontiers held as sets, or (above it) searched by bisection."""
     store = MemoryObjects()
     put_parts(store, parts)
-    found, _ = search(store, shards, starts, retried=retried)
+    with mock.patch.object(_inlinks, "FRONTIER_SET_MAX", set_max):
+        found, _ = search(store, shards, starts, retried=retried)
     assert found == reference_depths([r for p in parts for r in p], starts)
 
 
@@ -108,6 +115,21 @@ def test_a_chain_takes_one_level_per_click_and_stored_objects_hold_the_answer() 
     assert (
         steps == 2 + 2 + 2 * 4
     )  # one map step (7 edges, budget 5) + end of map, reduce x2, 4 levels x 2 shards
+
+
+def test_a_graph_reads_back_what_was_written_and_refuses_other_bytes() -> None:
+    in_edges = {URLS[2]: {9, 2**64 - 1, 3}, URLS[0]: set(), URLS[1]: {5}}
+    graph = Graph.from_bytes(Graph.of(in_edges).to_bytes())
+    assert [(t, list(keys)) for t, keys in graph.in_edges()] == [
+        (URLS[0], []),
+        (URLS[1], [5]),
+        (URLS[2], [3, 9, 2**64 - 1]),
+    ]
+    body = Graph.of(in_edges).to_bytes()
+    with pytest.raises(ValueError, match="not an in-edge graph"):
+        Graph.from_bytes(body[:-8])  # a key missing
+    with pytest.raises(ValueError, match="not an in-edge graph"):
+        Graph.from_bytes(array("Q", [2, 5]).tobytes() + b"[]")  # five targets announced, none there
 
 
 def test_without_start_urls_there_is_no_depth_phase() -> None:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from infra.local.asl import AslExecutor, substitute
 from seolens_core.adapters._batch_part import encode_batch
-from seolens_core.crawl._inlinks import InlinkCounter, MemoryObjects, is_done, start_cursor
+from seolens_core.adapters._json import load_lines
+from seolens_core.crawl._inlinks import InlinkCounter, MemoryObjects, is_done, rows_keys, start_cursor
 from seolens_core.crawl._report import count_inlinks
 
 URLS = [f"https://ex.test/p{i}" for i in range(12)]
@@ -46,6 +47,16 @@ def run_all(counter: InlinkCounter, shards: int) -> tuple[dict[str, Any], int]:
     return asyncio.run(go())
 
 
+def copied_rows(store: MemoryObjects, cursor: dict[str, Any], kind: str = "links") -> list[dict[str, Any]]:
+    """The rows of `kind` the map steps copied, read back as the report reads them."""
+    return [row for key in rows_keys(CRAWL, kind, cursor) for row in load_lines(store.objects[key])]
+
+
+def in_reading_order(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """`put_parts`' rows in key order: the link-only parts (even), then the batch parts (odd)."""
+    return [row for i in sorted(range(len(parts)), key=lambda i: (i % 2, i)) for row in parts[i]]
+
+
 def counts(counter: InlinkCounter, shards: int, wanted: list[str]) -> dict[str, int]:
     return dict(asyncio.run(counter.counts(CRAWL, shards, wanted)))
 
@@ -64,9 +75,12 @@ def test_partitioned_counts_equal_count_inlinks(
     store = MemoryObjects()
     put_parts(store, parts)
     counter = InlinkCounter(store, edge_budget=edge_budget, shards_per_step=per_step)
-    _, steps = run_all(counter, shards)
+    cursor, steps = run_all(counter, shards)
     expected = {u: n for u, n in count_inlinks(r for p in parts for r in p).items() if n}
     assert counts(counter, shards, [*URLS, "https://ex.test/never"]) == expected
+    assert copied_rows(store, cursor) == in_reading_order(parts)  # every row once, external ones too
+    assert copied_rows(store, cursor, "pages") == [{"url": f"u{i}"} for i in range(1, len(parts), 2)]
+    assert copied_rows(store, cursor, "pacing") == []
     assert steps <= len(parts) + 1 + -(-shards // per_step)  # a map step reads at least one part
 
 
@@ -79,17 +93,20 @@ def test_retried_and_repeated_steps_change_nothing(parts: list[list[dict[str, An
     put_parts(store, parts)
     counter = InlinkCounter(store, edge_budget=7)
 
-    async def with_retries() -> None:
+    async def with_retries() -> dict[str, Any]:
         cursor = start_cursor(shards)
         while not is_done(cursor):
             await counter.step(CRAWL, cursor)  # a timed-out invocation whose work is redone
             cursor = await counter.step(CRAWL, cursor)
+        return cursor
 
-    asyncio.run(with_retries())
+    cursor = asyncio.run(with_retries())
     expected = {u: n for u, n in count_inlinks(r for p in parts for r in p).items() if n}
     assert counts(counter, shards, URLS) == expected
-    run_all(InlinkCounter(store, edge_budget=3), shards)  # a second run with another chunking
+    assert copied_rows(store, cursor) == in_reading_order(parts)
+    cursor, _ = run_all(InlinkCounter(store, edge_budget=3), shards)  # a second run with another chunking
     assert counts(counter, shards, URLS) == expected
+    assert copied_rows(store, cursor) == in_reading_order(parts)
 
 
 def test_map_writes_target_shards_and_reduce_writes_counts() -> None:
@@ -161,6 +178,24 @@ def test_parts_written_after_the_counts_are_mapped_on_the_next_run() -> None:
     assert is_done(third) and third["after"].endswith("parts/99999-late.jsonl")
     assert counts(counter, 3, URLS) == {URLS[0]: 3}
     assert asyncio.run(counter.run(CRAWL, third)) == third  # nothing new: the cursor stays
+    assert copied_rows(store, third) == [
+        *first[0],
+        *late,
+        {"source": URLS[3], "target": URLS[0], "internal": True},
+    ]
+
+
+def test_a_checkpoint_of_another_version_is_started_over() -> None:
+    """A cursor from before the map copied its link rows would leave the report without them."""
+    store = MemoryObjects()
+    put_parts(store, [[{"source": URLS[1], "target": URLS[0], "internal": True}]])
+    counter = InlinkCounter(store)
+    old = {**start_cursor(2), "v": 1, "phase": "done", "after": "crawls/c1/links/00000-x.jsonl", "step": 1}
+    asyncio.run(counter.save(CRAWL, old))
+    assert asyncio.run(counter.load(CRAWL)) is None
+    done = asyncio.run(counter.run(CRAWL, asyncio.run(counter.load(CRAWL)) or start_cursor(2)))
+    assert copied_rows(store, done) == [{"source": URLS[1], "target": URLS[0], "internal": True}]
+    assert asyncio.run(counter.load(CRAWL)) == done
 
 
 DEFINITION = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "crawl.asl.json"
