@@ -372,6 +372,11 @@ class SiteAudit:
         self._reported.add((link.source, link.target, code))
         return make_finding(code, link.source, _status_text(target), link.target, catalogue=self._catalogue)
 
+    def link_targets(self) -> Collection[str]:
+        """The URLs a link can make a finding for: unless links are counted, `link()` of a link to any other
+        URL does nothing, so a caller may skip such links unread."""
+        return self._targets.keys()
+
     def link_rows(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Finding]:
         """`link()` of each stored link row; a row that cannot make a finding (its target is a plain 2xx
         page or was not crawled, and links are not counted) is passed over unbuilt."""

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from seolens_core.adapters._json import dump_lines, dumps, load_lines, loads
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seolens_core.adapters._json import dump_lines, dumps, lines_where, load_lines, loads
 
 
 def test_rows_round_trip_as_compact_utf8() -> None:
@@ -33,3 +37,37 @@ def test_a_row_holding_line_separators_stays_one_row() -> None:
     assert body.count(b"\n") == 2
     assert load_lines(body) == rows
     assert load_lines(body + b"\n\n") == rows
+
+
+_text = st.text(
+    alphabet=st.sampled_from(["a", '"', "\\", ":", ",", "\n", "\u2028", "é", "\x01", "{", "}"]), max_size=6
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries(
+            {"source": _text, "target": _text},
+            optional={"anchor": _text, "nested": st.dictionaries(_text, _text)},
+        ),
+        max_size=8,
+    ),
+    wanted=st.lists(_text, max_size=3),
+    stdlib=st.booleans(),
+)
+def test_lines_where_finds_exactly_the_rows_whose_member_is_wanted(
+    rows: list[dict[str, Any]], wanted: list[str], stdlib: bool
+) -> None:
+    """Flat rows (`key` once a row), whatever their strings hold (quotes, backslashes, `"target":"` inside
+    another member), as either writer writes them."""
+    if stdlib:
+        body = b"".join(
+            json.dumps(r, separators=(",", ":"), ensure_ascii=False).encode() + b"\n" for r in rows
+        )
+    else:
+        body = dump_lines(rows)
+    values = {dumps(v)[1:-1] for v in wanted}
+    found = [loads(line) for line in lines_where(body, "target", values)]
+    assert found == [r for r in rows if r["target"] in wanted]
+    assert [loads(line) for line in lines_where(body.rstrip(b"\n"), "target", values)] == found
