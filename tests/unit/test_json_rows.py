@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from seolens_core.adapters import _json
 from seolens_core.adapters._json import dump_lines, dumps, lines_where, load_lines, loads
 
 
@@ -55,9 +57,10 @@ _text = st.text(
     ),
     wanted=st.lists(_text, max_size=3),
     stdlib=st.booleans(),
+    find_at_most=st.sampled_from([0, 32]),
 )
 def test_lines_where_finds_exactly_the_rows_whose_member_is_wanted(
-    rows: list[dict[str, Any]], wanted: list[str], stdlib: bool
+    rows: list[dict[str, Any]], wanted: list[str], stdlib: bool, find_at_most: int
 ) -> None:
     """Flat rows (`key` once a row), whatever their strings hold (quotes, backslashes, `"target":"` inside
     another member), as either writer writes them."""
@@ -68,6 +71,7 @@ def test_lines_where_finds_exactly_the_rows_whose_member_is_wanted(
     else:
         body = dump_lines(rows)
     values = {dumps(v)[1:-1] for v in wanted}
-    found = [loads(line) for line in lines_where(body, "target", values)]
-    assert found == [r for r in rows if r["target"] in wanted]
-    assert [loads(line) for line in lines_where(body.rstrip(b"\n"), "target", values)] == found
+    with mock.patch.object(_json, "_FIND_AT_MOST", find_at_most):  # one search per value, or one scan
+        found = [loads(line) for line in lines_where(body, "target", values)]
+        assert found == [r for r in rows if r["target"] in wanted]
+        assert [loads(line) for line in lines_where(body.rstrip(b"\n"), "target", values)] == found
