@@ -106,6 +106,8 @@ async def generate(app: Any, crawl_id: str, site: str, pages: int, links: int) -
             await asyncio.gather(*tasks)
             tasks.clear()
     await asyncio.gather(*tasks)
+    # as the workers count them: the report sizes its inlink and page shards by the URLs a crawl finished
+    await app.crawls.add_counters(crawl_id, {"n_discovered": pages, "n_fetched": pages})
     return {"pages": pages, "links": n_links}
 
 

@@ -3,9 +3,11 @@ small crawl does not pay for shards it does not need."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from seolens_core.crawl._report import PAGES_PER_INLINK_SHARD, inlink_shards
+from seolens_core.crawl._report import PAGES_PER_INLINK_SHARD, _urls_finished, inlink_shards
 
 
 @pytest.mark.parametrize(
@@ -30,3 +32,12 @@ def test_shards_for_the_crawl_size(urls: int, shards: int) -> None:
 def test_the_configured_minimum_is_kept() -> None:
     assert inlink_shards(64, 1_000) == 64
     assert inlink_shards(0, 0) == 1
+
+
+def test_the_size_is_the_urls_finished_once_each() -> None:
+    """A 20,000-page crawl's counters: discovered URLs are counted again by their outcome, deliveries are not
+    URLs."""
+    counters = {"n_discovered": 20_001, "n_fetched": 20_000, "n_disallowed": 1, "n_deferred": 7, "q0": 0}
+    record = SimpleNamespace(counters=counters)
+    assert _urls_finished(record) == 20_001  # type: ignore[arg-type]
+    assert inlink_shards(1, _urls_finished(record)) == 8  # type: ignore[arg-type]
