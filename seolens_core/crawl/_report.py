@@ -80,12 +80,10 @@ HTML_MAX_ROWS = 5_000  # pages and findings embedded in report.html (all rows ar
 _CHUNK = 1 << 20  # serialized bytes handed to an upload at a time
 SPOOL_BUFFER = 16 << 20  # bytes of spooled rows buffered (all shards together) before they are written out
 MERGE_READ = 128 << 10  # the fewest bytes read at a time from each shard run during a k-way merge
-MERGE_BUFFER = (
-    32 << 20
-)  # bytes read at a time from all the runs of one merge together (when more than MERGE_READ)
-STREAM_READ = (
-    8 << 20
-)  # bytes read at a time from one object read through (link rows, a previous crawl's files)
+# Bytes read at a time from all the runs of one merge together (when more than MERGE_READ a run).
+MERGE_BUFFER = 32 << 20
+# Bytes read at a time from one object read through (link rows, a previous crawl's files).
+STREAM_READ = 8 << 20
 
 
 @dataclass

@@ -130,9 +130,8 @@ class LinearPool(httpcore.AsyncConnectionPool):
 def pooled_transport(*, http2: bool, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
     """httpx's transport with its connection pool built as httpx builds it (no proxy, no environment), as a
     `LinearPool` on `KeptSocketBackend`: httpx takes neither, so its pool is replaced."""
-    ssl_context = httpx.create_ssl_context(
-        trust_env=False
-    )  # one CA bundle load, shared with the replaced pool
+    # One CA bundle load, shared by the transport and the pool that replaces its own.
+    ssl_context = httpx.create_ssl_context(trust_env=False)
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, http2=http2, limits=limits, trust_env=False)
     if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
         raise RuntimeError("httpx.AsyncHTTPTransport no longer keeps an httpcore pool in `_pool`")
