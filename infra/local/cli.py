@@ -193,31 +193,26 @@ class ProgressDisplay:
             self._stream.write("\n")
 
 
-def _route_lambda_logs(out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(out_dir / "lambda.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    for name in ("seolens", "seolens.local", "infra"):
-        logger = logging.getLogger(name)
-        logger.handlers = [handler]
-        logger.propagate = False
-    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    logging.getLogger("moto").setLevel(logging.CRITICAL)
-
-
 def run(settings: CrawlSettings, args: argparse.Namespace) -> int:
+    from infra.local.lambda_host import route_lambda_logs
     from infra.local.runtime import LocalCloud, run_crawl
     from infra.local.summary import render_summary
 
     check_reachable(settings)
-    _route_lambda_logs(args.out)
+    route_lambda_logs(args.out / "lambda.log")
     display = ProgressDisplay(quiet=args.quiet)
     cloud = LocalCloud()
     started = time.monotonic()
     try:
         cloud.start()
-        outcome = run_crawl(cloud, settings, workers=args.workers, out_dir=args.out, on_progress=display)
+        outcome = run_crawl(
+            cloud,
+            settings,
+            workers=args.workers,
+            out_dir=args.out,
+            on_progress=display,
+            processes=True,
+        )
     finally:
         display.finish()
         cloud.stop()

@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import contextvars
 import importlib
+import logging
 import os
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from infra.local import faults
@@ -109,10 +111,13 @@ class LambdaHost:
             return self._invoke_with_faults(injector, config, handler, payload, context)
         finally:
             CURRENT_FUNCTION.reset(token)
-            elapsed = (time.perf_counter() - started) * 1000
-            with self._lock:
-                self.invocations[config.logical_id] = self.invocations.get(config.logical_id, 0) + 1
-                self.billed_ms[config.logical_id] = self.billed_ms.get(config.logical_id, 0.0) + elapsed
+            self.record(config.logical_id, (time.perf_counter() - started) * 1000)
+
+    def record(self, logical_id: str, billed_ms: float) -> None:
+        """Count one invocation of `logical_id` and the time it was billed for."""
+        with self._lock:
+            self.invocations[logical_id] = self.invocations.get(logical_id, 0) + 1
+            self.billed_ms[logical_id] = self.billed_ms.get(logical_id, 0.0) + billed_ms
 
     def _invoke_with_faults(
         self,
@@ -136,6 +141,20 @@ class LambdaHost:
             raise
         finally:
             injector.disarm()
+
+
+def route_lambda_logs(path: Path) -> None:
+    """Write the handlers' logs (and the local runtime's) to `path` instead of stderr."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    for name in ("seolens", "seolens.local", "infra"):
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.propagate = False
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
 
 
 def _discard_environment() -> None:

@@ -24,6 +24,7 @@ from infra.local.deploy import DeployedStack, deploy_template
 from infra.local.esm import EventSourceMapping
 from infra.local.lambda_host import LambdaHost
 from infra.local.moto_server import REGION, EmbeddedMoto, start_moto_server
+from infra.local.process_host import ProcessEnvironments
 from seolens_core.adapters._metering import GLOBAL_METER, INDEX_WRITES
 from seolens_core.adapters._stored_units import TableSchema
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
@@ -152,8 +153,13 @@ def run_crawl(
     cancel: threading.Event | None = None,
     crawl_id: str | None = None,
     unordered_queue: float = 0.0,
+    processes: bool = False,
 ) -> CrawlRun:
-    """Run one crawl to its end (drained, budget, cancelled or failed) and download its outputs."""
+    """Run one crawl to its end (drained, budget, cancelled or failed) and download its outputs.
+
+    With `processes`, each fetch worker environment is a child process (`ProcessEnvironments`): the workers
+    use every core, as Lambda's sandboxes do; without, threads of this process (faster to start, and what
+    fault injection and the IAM audit hook into)."""
     assert cloud.stack is not None and cloud.host is not None
     stack, host = cloud.stack, cloud.host
     cloud.activate()
@@ -164,6 +170,7 @@ def run_crawl(
     items_before = GLOBAL_METER.items()
     billed_before = dict(host.billed_ms)
     invocations_before = dict(host.invocations)
+    environments = ProcessEnvironments(host, stack, WORKER, workers) if processes else None
     app.run(app.crawls.create(crawl_id, settings, site_of(settings), time.time()))
     # Every queue-triggered function of the template: the fetch workers on the frontier (`workers` emulated
     # environments) and the dead-letter drain (one, polling an idle queue every few seconds).
@@ -174,7 +181,10 @@ def run_crawl(
         poller = EventSourceMapping(
             queue_url=stack.queue_urls[mapping.queue_logical_id],
             queue_arn=stack.queue_arns[mapping.queue_logical_id],
-            invoke=functools.partial(host.invoke, mapping.function_logical_id),
+            invoke=functools.partial(
+                environments.invoke if environments is not None and is_worker else host.invoke,
+                mapping.function_logical_id,
+            ),
             endpoint_url=cloud.endpoint_url,
             region=stack.region,
             batch_size=mapping.batch_size,
@@ -220,6 +230,8 @@ def run_crawl(
     finally:
         for poller in mappings:
             poller.stop()
+        if environments is not None:
+            environments.close()
     execution = result["execution"]
     record = app.run(app.crawls.get(crawl_id))
     run = CrawlRun(crawl_id, execution, record, seconds=time.monotonic() - started)

@@ -207,6 +207,18 @@ class CallMeter:
         with self._lock:
             return dict(sorted(self._items.items()))
 
+    def schemas(self) -> dict[str, TableSchema]:
+        """The tables `know_tables` was told of."""
+        with self._lock:
+            return dict(self._stored.schemas) if self._stored is not None else {}
+
+    def add(self, calls: Mapping[str, int], items: Mapping[str, float]) -> None:
+        """Count calls and billed items made elsewhere (an execution environment in another process)."""
+        with self._lock:
+            self._calls.update(calls)
+            for key, units in items.items():
+                self._items[key] = self._items.get(key, 0.0) + units
+
     def total(self) -> int:
         with self._lock:
             return sum(self._calls.values())

@@ -1,0 +1,190 @@
+"""Emulated Lambda execution environments as child processes, one per event-source poller.
+
+On AWS every concurrent execution is its own sandbox; locally the fetch workers were threads of one process
+and shared its GIL, so a crawl used one core for our code however many workers it had. A child process per
+environment runs the same handler (through its own `LambdaHost`) and hands back the answer with the AWS
+calls it made, so the crawl's call counts and cost stay whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from infra.local.deploy import DeployedStack
+from infra.local.lambda_host import LambdaHost, route_lambda_logs
+from seolens_core.adapters._metering import GLOBAL_METER
+from seolens_core.adapters._stored_units import TableSchema
+
+log = logging.getLogger("seolens.local")
+STOP_TIMEOUT_S = 10.0
+
+
+class EnvironmentCrashed(RuntimeError):
+    """The child process of an execution environment died mid-invocation (the batch returns to the queue)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    stack: DeployedStack
+    environ: Mapping[str, str]
+    schemas: Mapping[str, TableSchema]
+    log_file: str | None
+    function: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    ok: bool
+    value: Any
+    calls: Mapping[str, int]
+    items: Mapping[str, float]
+    billed_ms: float
+
+
+def _serve(conn: Connection, setup: _Setup) -> None:
+    """A child's loop: one invocation at a time, until the parent sends None or goes away."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it cancels the crawl, then closes us
+    os.environ.clear()
+    os.environ.update(setup.environ)
+    if setup.log_file:
+        route_lambda_logs(Path(setup.log_file))
+    GLOBAL_METER.know_tables(setup.schemas)
+    host = LambdaHost(setup.stack)
+    host.handler(host.function(setup.function))  # imports now: the cold start happens before the first batch
+    conn.send("ready")
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        name, payload = request
+        calls, items = GLOBAL_METER.snapshot(), GLOBAL_METER.items()
+        started = time.perf_counter()
+        try:
+            value, ok = host.invoke(name, payload), True
+        except Exception as exc:  # the parent re-raises it, as the Lambda service reports a failed invoke
+            value, ok = _picklable(exc), False
+        conn.send(
+            _Answer(
+                ok,
+                value,
+                _minus(GLOBAL_METER.snapshot(), calls),
+                _minus(GLOBAL_METER.items(), items),
+                (time.perf_counter() - started) * 1000,
+            )
+        )
+
+
+def _picklable(exc: Exception) -> Exception:
+    try:
+        pickle.dumps(exc)
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def _minus(after: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+
+
+class _Environment:
+    def __init__(self, setup: _Setup) -> None:
+        context = multiprocessing.get_context("spawn")  # the parent runs threads: never fork it
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, setup), name="lambda-env", daemon=True)
+        self._process.start()
+        child.close()
+        self._ready = False
+
+    def call(self, name: str, payload: Any) -> _Answer:
+        try:
+            if not self._ready:
+                self._ready = self._conn.recv() == "ready"
+            self._conn.send((name, payload))
+            answer = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            raise EnvironmentCrashed(f"execution environment {self._process.pid} exited") from exc
+        assert isinstance(answer, _Answer)
+        return answer
+
+    @property
+    def alive(self) -> bool:
+        return self._process.is_alive()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._conn.send(None)
+        self._process.join(STOP_TIMEOUT_S)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        self._conn.close()
+
+
+class ProcessEnvironments:
+    """`count` warm environments of one function; each calling thread (a poller) keeps its own."""
+
+    def __init__(self, host: LambdaHost, stack: DeployedStack, function: str, count: int) -> None:
+        self._host = host
+        self._setup = _Setup(
+            stack=stack,
+            environ=dict(os.environ),
+            schemas=GLOBAL_METER.schemas(),
+            log_file=_lambda_log_file(),
+            function=function,
+        )
+        self._free = [_Environment(self._setup) for _ in range(count)]
+        self._all = list(self._free)
+        self._lock = threading.Lock()
+        self._mine = threading.local()
+
+    def invoke(self, name: str, payload: Any) -> Any:
+        env = self._environment()
+        try:
+            answer = env.call(name, payload)
+        except EnvironmentCrashed:
+            self._mine.env = None  # the next batch of this poller gets a fresh environment (a cold start)
+            raise
+        GLOBAL_METER.add(answer.calls, answer.items)
+        self._host.record(self._host.function(name).logical_id, answer.billed_ms)
+        if not answer.ok:
+            raise answer.value
+        return answer.value
+
+    def _environment(self) -> _Environment:
+        env: _Environment | None = getattr(self._mine, "env", None)
+        if env is None or not env.alive:
+            with self._lock:
+                env = self._free.pop() if self._free else _Environment(self._setup)
+                if env not in self._all:
+                    self._all.append(env)
+            self._mine.env = env
+        return env
+
+    def close(self) -> None:
+        with self._lock:
+            envs, self._all, self._free = self._all, [], []
+        for env in envs:
+            env.close()
+
+
+def _lambda_log_file() -> str | None:
+    """Where this process writes the handlers' logs (the CLI's `lambda.log`), for the children to append."""
+    for handler in logging.getLogger("seolens").handlers:
+        if isinstance(handler, logging.FileHandler):
+            return handler.baseFilename
+    return None

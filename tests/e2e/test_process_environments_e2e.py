@@ -1,0 +1,104 @@
+"""Fetch workers as child processes (`run_crawl(processes=True)`, what `seolens crawl` runs): the same crawl,
+every page once, and every AWS call of the children in the crawl's count and cost."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.fixture_site import FixtureServer
+from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
+from infra.local.lambda_host import LambdaHost
+from infra.local.process_host import EnvironmentCrashed, ProcessEnvironments
+from infra.local.runtime import WORKER, LocalCloud, run_crawl
+from seolens_core.adapters._metering import GLOBAL_METER
+from seolens_core.settings import CrawlSettings
+
+NOT_PAGES = {"/robots.txt", "/sitemap.xml", "/sitemap_index.xml", "/wp-sitemap.xml"}
+
+
+def test_demo_crawl_in_worker_processes(local_cloud: LocalCloud, tmp_path: Path) -> None:
+    server = FixtureServer(demo_sites())
+    server.start()
+    try:
+        partner_host, partner_port = server.host_port("partner")
+        settings = CrawlSettings(
+            start_urls=(server.base_url("demo") + "/",),
+            allow_hosts=(f"{partner_host}:{partner_port}",),
+            progress_poll_s=1,
+        )
+        run = run_crawl(local_cloud, settings, workers=3, out_dir=tmp_path, processes=True)
+        log = server.log("demo")
+    finally:
+        server.stop()
+    assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
+    pages = [
+        r.path for r in log if r.path not in NOT_PAGES and not r.path.startswith(DEMO_EXPECTED.trap_prefix)
+    ]
+    assert {p: n for p, n in Counter(pages).items() if n > 1} == {}
+    assert set(pages) == set(DEMO_EXPECTED.crawlable)
+    cost = json.loads((tmp_path / "report.json").read_text())["cost"]
+    calls = cost["aws_calls"]
+    # Only the workers (in the children) claim URLs in transactions and write batch journals.
+    assert calls.get("dynamodb.TransactWriteItems", 0) > 0 and calls.get("dynamodb.BatchWriteItem", 0) > 0
+    assert cost["units_per_call"]["BatchWriteItem"] > 1  # the children's billed items came back too
+    assert run.worker_invocations > 0
+
+
+@pytest.fixture
+def probe_host(local_cloud: LocalCloud) -> LambdaHost:
+    """The deployed stack with its worker's handler replaced by the probes above."""
+    assert local_cloud.stack is not None
+    stack = local_cloud.stack
+    worker = dataclasses.replace(stack.functions[WORKER], handler="tests.e2e._environment_handlers.handler")
+    return LambdaHost(dataclasses.replace(stack, functions={**stack.functions, WORKER: worker}))
+
+
+def test_each_thread_keeps_its_environment_and_the_meter_and_bill_come_back(
+    probe_host: LambdaHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEOLENS_PROBE", "from-parent")
+    envs = ProcessEnvironments(probe_host, probe_host._stack, WORKER, 2)
+    try:
+        before_calls, before_items = GLOBAL_METER.snapshot(), GLOBAL_METER.items()
+        first = envs.invoke(WORKER, {"count": 3})
+        again = envs.invoke(WORKER, {})
+        other: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: other.update(envs.invoke(WORKER, {})))
+        thread.start()
+        thread.join()
+        assert first["pid"] == again["pid"] != os.getpid()  # warm: the same sandbox for this poller
+        assert other["pid"] not in (first["pid"], os.getpid())
+        assert first["env"] == "from-parent" and first["function"] == probe_host.function(WORKER).name
+        assert (
+            GLOBAL_METER.snapshot().get("sqs.SendMessageBatch", 0)
+            - before_calls.get("sqs.SendMessageBatch", 0)
+            == 3
+        )
+        assert GLOBAL_METER.items()["dynamodb.BatchWriteItem"] - before_items.get(
+            "dynamodb.BatchWriteItem", 0.0
+        ) == pytest.approx(2.5)
+        assert probe_host.invocations[WORKER] == 3 and probe_host.billed_ms[WORKER] > 0
+    finally:
+        envs.close()
+
+
+def test_a_failing_handler_raises_in_the_caller_and_a_dead_one_is_replaced(probe_host: LambdaHost) -> None:
+    envs = ProcessEnvironments(probe_host, probe_host._stack, WORKER, 1)
+    try:
+        pid = envs.invoke(WORKER, {})["pid"]
+        with pytest.raises(ValueError, match="bad event 7"):
+            envs.invoke(WORKER, {"fail": 7})
+        assert envs.invoke(WORKER, {})["pid"] == pid  # an error does not cost the environment
+        with pytest.raises(EnvironmentCrashed):
+            envs.invoke(WORKER, {"die": True})
+        assert envs.invoke(WORKER, {})["pid"] != pid  # a cold start replaces the crashed sandbox
+    finally:
+        envs.close()
