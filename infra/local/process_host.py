@@ -55,7 +55,8 @@ class _Answer:
 
 def _serve(conn: Connection, setup: _Setup) -> None:
     """A child's loop: one invocation at a time, until the parent sends None or goes away."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it cancels the crawl, then closes us
+    # Ctrl-C is the parent's: it cancels the crawl, then closes its environments.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.clear()
     os.environ.update(setup.environ)
     if setup.log_file:
