@@ -1,5 +1,6 @@
 """The local runtime: the template's resources in an embedded moto server (or AWS_ENDPOINT_URL), the same
-handlers in-process, an SQS event-source emulator for the worker and the state machine run by a local executor.
+handlers (the fetch workers in this process's threads or in child processes), an SQS event-source emulator for
+the worker and the state machine run by a local executor.
 """
 
 from __future__ import annotations
