@@ -7,8 +7,9 @@ Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers 4] [--conc
 - Serves it with nginx on 127.0.0.1 (installed with apt-get if missing), one worker process, with a JSON
   access log: the page counts below come from that log, not from either crawler.
 - Crawls it with `seolens crawl` (robots obeyed, --no-aimd, --workers 4 (the CLI's default: four worker
-  environments, each a child process), politeness initial_delay_ms 0 and concurrency 32) and with Scrapy 2.x from benchmarks/.venv-scrapy (created and `pip install scrapy`-ed
-  on first use; ROBOTSTXT_OBEY on, AutoThrottle off, CONCURRENT_REQUESTS 32).
+  environments, each a child process), politeness initial_delay_ms 0 and concurrency 32) and with Scrapy 2.x
+  from benchmarks/.venv-scrapy (created and `pip install scrapy`-ed on first use; ROBOTSTXT_OBEY on,
+  AutoThrottle off, CONCURRENT_REQUESTS 32).
 - Samples the process tree from /proc every 0.25 s: CPU seconds (split into the moto emulator process and
   the rest = our code, its worker processes and its Python runtime) and peak RSS (sum over the tree).
 - With --profile, samples the seolens run with py-spy (`_profile.py`) and prints where the CPU goes: the

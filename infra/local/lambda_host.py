@@ -70,6 +70,10 @@ class LambdaHost:
         self.invocations: dict[str, int] = {}
         self.billed_ms: dict[str, float] = {}
 
+    @property
+    def stack(self) -> DeployedStack:
+        return self._stack
+
     def apply_environment(self, env: Mapping[str, str] | None = None) -> None:
         """Export the deployed functions' environment (as moto resolved it) plus the local Lambda flags."""
         merged: dict[str, str] = {}

@@ -24,10 +24,9 @@ from typing import Any
 
 from infra.local.deploy import DeployedStack
 from infra.local.lambda_host import LambdaHost, route_lambda_logs
-from seolens_core.adapters._metering import GLOBAL_METER
+from seolens_core.adapters._metering import GLOBAL_METER, counts_since
 from seolens_core.adapters._stored_units import TableSchema
 
-log = logging.getLogger("seolens.local")
 STOP_TIMEOUT_S = 10.0
 
 
@@ -83,23 +82,20 @@ def _serve(conn: Connection, setup: _Setup) -> None:
             _Answer(
                 ok,
                 value,
-                _minus(GLOBAL_METER.snapshot(), calls),
-                _minus(GLOBAL_METER.items(), items),
+                counts_since(GLOBAL_METER.snapshot(), calls),
+                counts_since(GLOBAL_METER.items(), items),
                 (time.perf_counter() - started) * 1000,
             )
         )
 
 
 def _picklable(exc: Exception) -> Exception:
+    """`exc`, or a RuntimeError naming it if it would not survive the trip to the parent."""
     try:
-        pickle.dumps(exc)
+        pickle.loads(pickle.dumps(exc))
     except Exception:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
     return exc
-
-
-def _minus(after: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
 class _Environment:
@@ -139,10 +135,10 @@ class _Environment:
 class ProcessEnvironments:
     """`count` warm environments of one function; each calling thread (a poller) keeps its own."""
 
-    def __init__(self, host: LambdaHost, stack: DeployedStack, function: str, count: int) -> None:
+    def __init__(self, host: LambdaHost, function: str, count: int) -> None:
         self._host = host
         self._setup = _Setup(
-            stack=stack,
+            stack=host.stack,
             environ=dict(os.environ),
             schemas=GLOBAL_METER.schemas(),
             log_file=_lambda_log_file(),
@@ -170,8 +166,10 @@ class ProcessEnvironments:
         env: _Environment | None = getattr(self._mine, "env", None)
         if env is None or not env.alive:
             with self._lock:
-                env = self._free.pop() if self._free else _Environment(self._setup)
-                if env not in self._all:
+                if self._free:
+                    env = self._free.pop()
+                else:
+                    env = _Environment(self._setup)
                     self._all.append(env)
             self._mine.env = env
         return env

@@ -26,7 +26,7 @@ from infra.local.esm import EventSourceMapping
 from infra.local.lambda_host import LambdaHost
 from infra.local.moto_server import REGION, EmbeddedMoto, start_moto_server
 from infra.local.process_host import ProcessEnvironments
-from seolens_core.adapters._metering import GLOBAL_METER, INDEX_WRITES
+from seolens_core.adapters._metering import GLOBAL_METER, INDEX_WRITES, counts_since
 from seolens_core.adapters._stored_units import TableSchema
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.bootstrap import container, reset_container
@@ -171,7 +171,7 @@ def run_crawl(
     items_before = GLOBAL_METER.items()
     billed_before = dict(host.billed_ms)
     invocations_before = dict(host.invocations)
-    environments = ProcessEnvironments(host, stack, WORKER, workers) if processes else None
+    environments = ProcessEnvironments(host, WORKER, workers) if processes else None
     app.run(app.crawls.create(crawl_id, settings, site_of(settings), time.time()))
     # Every queue-triggered function of the template: the fetch workers on the frontier (`workers` emulated
     # environments) and the dead-letter drain (one, polling an idle queue every few seconds).
@@ -238,11 +238,11 @@ def run_crawl(
     run = CrawlRun(crawl_id, execution, record, seconds=time.monotonic() - started)
     run.worker_invocations = host.invocations.get(WORKER, 0)
     run.cost = crawl_cost(
-        calls=_diff(GLOBAL_METER.snapshot(), calls_before),
-        items=_diff_f(GLOBAL_METER.items(), items_before),
+        calls=counts_since(GLOBAL_METER.snapshot(), calls_before),
+        items=counts_since(GLOBAL_METER.items(), items_before),
         host=host,
-        billed_ms=_diff_f(host.billed_ms, billed_before),
-        invocations=_diff(host.invocations, invocations_before),
+        billed_ms=counts_since(host.billed_ms, billed_before),
+        invocations=counts_since(host.invocations, invocations_before),
         transitions=execution.transitions,
         pages=record.counters.get("n_fetched", 0) + record.counters.get("n_checked", 0),
     )
@@ -254,14 +254,6 @@ def run_crawl(
             report["cost"] = run.cost
             report_path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return run
-
-
-def _diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
-    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
-
-
-def _diff_f(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
-    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
 
 
 def crawl_cost(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from seolens_core.adapters._stored_units import ItemWrite, StoredItems, TableSchema, write_units
 
@@ -18,6 +18,7 @@ SCANNED_ITEM_BYTES = 512
 """What the meter takes each item a query or scan examined to weigh: it sees only the items a filter kept, and
 AWS bills every item read (4 KB a read unit). A URL item measures ~300 bytes; this bound is generous."""
 _WHOLE = ("ALL_NEW", "ALL_OLD")
+N = TypeVar("N", int, float)
 
 
 def batch_size(operation: str, params: Any) -> float | None:
@@ -222,6 +223,11 @@ class CallMeter:
     def total(self) -> int:
         with self._lock:
             return sum(self._calls.values())
+
+
+def counts_since(after: Mapping[str, N], before: Mapping[str, N]) -> dict[str, N]:
+    """What each count grew by from `before` to `after` (counts that did not move are left out)."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
 GLOBAL_METER = CallMeter()

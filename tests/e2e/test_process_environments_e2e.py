@@ -65,7 +65,7 @@ def test_each_thread_keeps_its_environment_and_the_meter_and_bill_come_back(
     probe_host: LambdaHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SEOLENS_PROBE", "from-parent")
-    envs = ProcessEnvironments(probe_host, probe_host._stack, WORKER, 2)
+    envs = ProcessEnvironments(probe_host, WORKER, 2)
     try:
         before_calls, before_items = GLOBAL_METER.snapshot(), GLOBAL_METER.items()
         first = envs.invoke(WORKER, {"count": 3})
@@ -91,11 +91,13 @@ def test_each_thread_keeps_its_environment_and_the_meter_and_bill_come_back(
 
 
 def test_a_failing_handler_raises_in_the_caller_and_a_dead_one_is_replaced(probe_host: LambdaHost) -> None:
-    envs = ProcessEnvironments(probe_host, probe_host._stack, WORKER, 1)
+    envs = ProcessEnvironments(probe_host, WORKER, 1)
     try:
         pid = envs.invoke(WORKER, {})["pid"]
         with pytest.raises(ValueError, match="bad event 7"):
             envs.invoke(WORKER, {"fail": 7})
+        with pytest.raises(RuntimeError, match="TwoArgumentError: odd"):  # named, even if it cannot travel
+            envs.invoke(WORKER, {"odd_error": True})
         assert envs.invoke(WORKER, {})["pid"] == pid  # an error does not cost the environment
         with pytest.raises(EnvironmentCrashed):
             envs.invoke(WORKER, {"die": True})
