@@ -194,15 +194,19 @@ class ProgressDisplay:
 
 
 def run(settings: CrawlSettings, args: argparse.Namespace) -> int:
+    check_reachable(settings)
+    started = time.monotonic()
+    from infra.local.moto_server import launch_moto_server
+
+    # The embedded server starts (and builds its backends) on the other core while this process imports.
+    moto = None if os.environ.get("AWS_ENDPOINT_URL") else launch_moto_server()
     from infra.local.lambda_host import route_lambda_logs
     from infra.local.runtime import LocalCloud, run_crawl
     from infra.local.summary import render_summary
 
-    check_reachable(settings)
     route_lambda_logs(args.out / "lambda.log")
     display = ProgressDisplay(quiet=args.quiet)
-    cloud = LocalCloud()
-    started = time.monotonic()
+    cloud = LocalCloud(moto=moto)
     try:
         cloud.start()
         outcome = run_crawl(

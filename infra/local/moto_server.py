@@ -13,6 +13,7 @@ call); the in-process thread is moto's own server.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import logging
@@ -55,10 +56,18 @@ class EmbeddedMoto:
     port: int
     _stop: Callable[[], None] = field(repr=False)
     pid: int | None = None
+    _wait: Callable[[], None] | None = field(default=None, repr=False)
 
     @property
     def endpoint_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self) -> EmbeddedMoto:
+        """Block until the server listens (a no-op once it has)."""
+        if self._wait is not None:
+            self._wait()
+            self._wait = None
+        return self
 
     def stop(self) -> None:
         self._stop()
@@ -92,7 +101,6 @@ def _start_subprocess(port: int) -> EmbeddedMoto:
         stdin=subprocess.PIPE,
         env=env,
     )
-    _wait_for_port(port, proc)
 
     def stop() -> None:
         if proc.poll() is None:
@@ -104,7 +112,9 @@ def _start_subprocess(port: int) -> EmbeddedMoto:
                 proc.kill()
                 proc.wait()
 
-    return EmbeddedMoto(port=port, _stop=stop, pid=proc.pid)
+    return EmbeddedMoto(
+        port=port, _stop=stop, pid=proc.pid, _wait=functools.partial(_wait_for_port, port, proc)
+    )
 
 
 def _start_thread(port: int) -> EmbeddedMoto:
@@ -119,13 +129,33 @@ def _start_thread(port: int) -> EmbeddedMoto:
 
 
 def start_moto_server(port: int | None = None, *, in_process: bool | None = None) -> EmbeddedMoto:
-    """Start moto on 127.0.0.1 (a free port unless one is given) and return its handle."""
+    """Start moto on 127.0.0.1 (a free port unless one is given) and return its handle once it listens."""
+    return launch_moto_server(port, in_process=in_process).wait_ready()
+
+
+def launch_moto_server(port: int | None = None, *, in_process: bool | None = None) -> EmbeddedMoto:
+    """Start moto without waiting for it (`wait_ready()` does): the CLI launches it before its own imports,
+    so the server's start-up and warm-up run on the other core meanwhile."""
     _set_aws_env()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     chosen = port or _free_port()
     if in_process is None:
         in_process = os.environ.get("SEOLENS_MOTO_INPROCESS", "") == "1"
     return _start_thread(chosen) if in_process else _start_subprocess(chosen)
+
+
+WARM_SERVICES = ("cloudformation", "s3", "sqs", "dynamodb", "lambda", "states")
+"""Endpoint prefixes of the services a local run calls, whose moto backends are built before the first
+request: moto builds one on its first call (cloudformation's imports every resource type, ~0.9 s), which the
+deployment waited for."""
+
+
+def _warm(app: Any) -> None:
+    for prefix in WARM_SERVICES:
+        backend = app.get_backend_for_host(f"{prefix}.{REGION}.amazonaws.com")
+        with app.lock:
+            if backend not in app.app_instances:
+                app.app_instances[backend] = app.create_app(backend)
 
 
 def _serve(port: int) -> None:
@@ -155,6 +185,7 @@ def _serve(port: int) -> None:
     app = DomainDispatcherApplication(create_backend_app)
     _tune_gc()
     if not keepalive:
+        _warm(app)
         server = make_server("127.0.0.1", port, app, True, request_handler=MotoRequestHandler)
         server.serve_forever()
     else:
@@ -230,6 +261,8 @@ class _KeepAliveServer(BaseApplication):  # type: ignore[misc]
             self.cfg.set(key, value)
 
     def load(self) -> Any:
+        # In the worker process, before it accepts: connections made meanwhile wait in the listen backlog.
+        _warm(self._app)
         return _whole_requests(_json_calls_direct(self._app))
 
 

@@ -24,7 +24,7 @@ from infra.local.asl import AslExecutor, Execution
 from infra.local.deploy import DeployedStack, deploy_template
 from infra.local.esm import EventSourceMapping
 from infra.local.lambda_host import LambdaHost
-from infra.local.moto_server import REGION, EmbeddedMoto, start_moto_server
+from infra.local.moto_server import REGION, EmbeddedMoto, launch_moto_server
 from infra.local.process_host import ProcessEnvironments
 from seolens_core.adapters._metering import GLOBAL_METER, INDEX_WRITES, counts_since
 from seolens_core.adapters._stored_units import TableSchema
@@ -42,7 +42,8 @@ log = logging.getLogger("seolens.local")
 
 
 class LocalCloud:
-    """Embedded AWS with the stack deployed from template.yaml; `endpoint_url` overrides the embedded server."""
+    """Embedded AWS with the stack deployed from template.yaml; `endpoint_url` overrides the embedded server,
+    `moto` is an embedded server launched earlier (`launch_moto_server`), used instead of starting one."""
 
     def __init__(
         self,
@@ -51,12 +52,13 @@ class LocalCloud:
         template: Path = TEMPLATE,
         stack_name: str = "seolens-local",
         parameters: dict[str, str] | None = None,
+        moto: EmbeddedMoto | None = None,
     ) -> None:
         self._endpoint_override = endpoint_url or os.environ.get("AWS_ENDPOINT_URL")
         self._template = template
         self._stack_name = stack_name
         self._parameters = parameters
-        self.moto: EmbeddedMoto | None = None
+        self.moto: EmbeddedMoto | None = moto
         self.stack: DeployedStack | None = None
         self.host: LambdaHost | None = None
 
@@ -75,7 +77,7 @@ class LocalCloud:
         os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
         os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
         if not self._endpoint_override:
-            self.moto = start_moto_server()
+            self.moto = (self.moto or launch_moto_server()).wait_ready()
         os.environ["AWS_ENDPOINT_URL"] = self.endpoint_url
         self.stack = deploy_template(self.endpoint_url, self._template, self._stack_name, self._parameters)
         self._disable_moto_triggers()

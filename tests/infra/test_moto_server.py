@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
@@ -268,3 +269,43 @@ def test_json_calls_answer_as_through_motos_flask_app() -> None:
     assert answers["direct"] == answers["flask"]
     statuses = [status for _, status, *_ in answers["flask"]]
     assert 200 in statuses and statuses.count(400) >= 4  # both kinds of answer were compared
+
+
+def test_warm_builds_the_backends_requests_for_those_services_are_routed_to() -> None:
+    """The warm-up must fill the keys the router looks up (moto names Lambda's backend `awslambda` and Step
+    Functions' `stepfunctions`): a request for a warmed service then finds its app built."""
+    from moto.server import DomainDispatcherApplication, create_backend_app  # type: ignore[attr-defined]
+
+    app = DomainDispatcherApplication(create_backend_app)
+    moto_server_module._warm(app)
+    assert set(app.app_instances) == {"cloudformation", "s3", "sqs", "dynamodb", "awslambda", "stepfunctions"}
+    for prefix in moto_server_module.WARM_SERVICES:
+        environ = {  # as the SDK signs a call to the service (the emulator's endpoint is 127.0.0.1)
+            "HTTP_HOST": "127.0.0.1",
+            "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=testing/20261203/us-east-1/{prefix}/aws4_request",
+            "HTTP_X_AMZ_TARGET": "DynamoDB_20120810.ListTables" if prefix == "dynamodb" else "",
+            "PATH_INFO": "/",
+            "REQUEST_METHOD": "POST",
+            "wsgi.input": io.BytesIO(b""),
+        }
+        before = dict(app.app_instances)
+        assert app.get_application(environ) in before.values()
+        assert app.app_instances == before
+
+
+def test_a_launched_server_is_waited_for_once_then_serves() -> None:
+    """`launch_moto_server` returns at once (the CLI imports meanwhile); `wait_ready` blocks until it listens."""
+    server = moto_server_module.launch_moto_server()
+    try:
+        assert server.wait_ready() is server
+        assert server.wait_ready() is server  # a second wait does not probe again
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=server.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        assert client.list_tables()["TableNames"] == []
+    finally:
+        server.stop()
