@@ -107,6 +107,11 @@ fails until someone re-reads the upstream code and re-pins.
    100-key existence checks. The patch compares exact hashable stand-ins (strings, bytes, dicts of them) in a
    set; anything else goes through upstream. Patch 11 also builds its projected item without upstream's
    constructor, which re-measured the whole item for each attribute it added.
+21. A queue's pending message groups read from a snapshot. Upstream's `Queue.pending_message_groups` iterates
+   the set of in-flight messages while other server threads add to it (a receive) or take from it (a delete):
+   a ReceiveMessage then failed with "Set changed size during iteration", a 500 the SDK retried and gunicorn
+   printed as a traceback on the user's console (seen in a 20,000-page crawl). The patch copies the set
+   first (one C call under the GIL, no Python code in between) and answers the same groups.
 """
 
 from __future__ import annotations
@@ -312,6 +317,11 @@ def _delete_message_batch_one_pass(
         if r["ReceiptHandle"] not in deleted
     ]
     return success, errors
+
+
+def _pending_groups_of_a_snapshot(self: Any) -> set[str]:
+    """`moto.sqs.models.Queue.pending_message_groups` (5.2.5) over a copy of the in-flight set (patch 21)."""
+    return {message.group_id for message in list(self._pending_messages) if message.group_id is not None}
 
 
 def _visible_messages(self: Any) -> list[Any]:
@@ -975,6 +985,7 @@ def apply() -> bool:
         Queue.attributes = property(_queue_attributes)  # type: ignore[assignment,method-assign]
         Queue.delete_message = _delete_message_locked  # type: ignore[method-assign]
         Queue.messages = property(_visible_messages)  # type: ignore[assignment,method-assign]
+        Queue.pending_message_groups = property(_pending_groups_of_a_snapshot)  # type: ignore[assignment,method-assign]
         SQSBackend.delete_message_batch = _delete_message_batch_one_pass  # type: ignore[method-assign]
         from moto.dynamodb.responses import DynamoResult
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication

@@ -9,6 +9,7 @@ batch's pages, pacing and links rows share one object (`put_batch`, under `parts
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -32,8 +33,9 @@ time, a 20,000-page crawl's 2,000 parts took as many round trips in turn."""
 
 
 class StreamingUpload:
-    """Write an object in pieces: bytes are buffered up to `part_size`, then sent as one multipart part.
-    An object smaller than one part is written with a single PutObject on `close()`."""
+    """Write an object in pieces: bytes are buffered up to `part_size`, then sent as one multipart part while
+    the writer goes on (one part in flight: memory is two parts). An object smaller than one part is written
+    with a single PutObject on `close()`. A failed part upload is raised by the next `write` or `close`."""
 
     def __init__(
         self, client: Any, bucket: str, key: str, content_type: str, part_size: int = PART_SIZE
@@ -46,6 +48,7 @@ class StreamingUpload:
         self._buffer = bytearray()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
+        self._sending: asyncio.Task[None] | None = None
         self.size = 0
 
     async def write(self, data: bytes) -> None:
@@ -60,16 +63,21 @@ class StreamingUpload:
                 Bucket=self._bucket, Key=self.key, ContentType=self._content_type
             )
             self._upload_id = resp["UploadId"]
-        number = len(self._parts) + 1
+        await self._sent()
+        body, self._buffer = bytes(self._buffer), bytearray()
+        self._sending = asyncio.ensure_future(self._send(len(self._parts) + 1, body))
+
+    async def _send(self, number: int, body: bytes) -> None:
         resp = await self._client.upload_part(
-            Bucket=self._bucket,
-            Key=self.key,
-            UploadId=self._upload_id,
-            PartNumber=number,
-            Body=bytes(self._buffer),
+            Bucket=self._bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=body
         )
         self._parts.append({"ETag": resp["ETag"], "PartNumber": number})
-        self._buffer = bytearray()
+
+    async def _sent(self) -> None:
+        """Wait for the part in flight (raising its error)."""
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            await sending
 
     async def close(self) -> str:
         if self._upload_id is None:
@@ -80,6 +88,7 @@ class StreamingUpload:
             return self.key
         if self._buffer:
             await self._flush()
+        await self._sent()
         await self._client.complete_multipart_upload(
             Bucket=self._bucket,
             Key=self.key,
@@ -89,6 +98,10 @@ class StreamingUpload:
         return self.key
 
     async def abort(self) -> None:
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            sending.cancel()
+            await asyncio.gather(sending, return_exceptions=True)
         if self._upload_id is not None:
             await self._client.abort_multipart_upload(
                 Bucket=self._bucket, Key=self.key, UploadId=self._upload_id

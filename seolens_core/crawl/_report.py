@@ -41,10 +41,12 @@ import json
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from seolens_core.adapters._gather import read_ahead
 from seolens_core.adapters._json import dump_lines, dumps, lines_where, load_lines, loads
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
@@ -504,18 +506,24 @@ class _Spool:
                 yield item
 
 
-async def _blocks(results: ResultsStore, key: str, size: int, read_size: int) -> AsyncIterator[bytes]:
-    """The object's bytes, read `read_size` at a time (ranged GETs), cut after the last newline of each read
-    (the rest goes with the next one); the last block ends where the object does."""
-    pos = 0
+async def _blocks(
+    results: ResultsStore, key: str, size: int, read_size: int, ahead: int = 0
+) -> AsyncIterator[bytes]:
+    """The object's bytes, read `read_size` at a time (ranged GETs, `ahead` more in flight while a block is
+    used), cut after the last newline of each read (the rest goes with the next one); the last block ends
+    where the object does."""
     rest = b""
-    while pos < size:
-        data = rest + await results.get_range(key, pos, read_size)
-        pos += read_size
-        cut = len(data) if pos >= size else data.rfind(b"\n") + 1
-        rest = data[cut:]
-        if cut:
-            yield data[:cut]
+
+    def read(pos: int) -> Awaitable[bytes]:
+        return results.get_range(key, pos, read_size)
+
+    async with aclosing(read_ahead(range(0, size, read_size), read, ahead + 1)) as reads:
+        async for pos, chunk in reads:
+            data = rest + chunk
+            cut = len(data) if pos + read_size >= size else data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if cut:
+                yield data[:cut]
 
 
 class _RangeReader:
@@ -547,7 +555,7 @@ def _count_lines(block: bytes) -> int:
 async def _read_through(results: ResultsStore, keys: Iterable[str]) -> AsyncIterator[bytes]:
     """The bytes of each object in turn, `STREAM_READ` at a time, each block ending at a line's end."""
     for key in keys:
-        async for block in _blocks(results, key, await results.size(key), STREAM_READ):
+        async for block in _blocks(results, key, await results.size(key), STREAM_READ, ahead=1):
             yield block
 
 

@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -30,7 +31,13 @@ def test_patched_symbols_still_exist() -> None:
     from moto.dynamodb.responses import DynamoHandler
     from moto.sqs.models import Queue, SQSBackend
 
-    for name in ("BASE_ATTRIBUTES", "FIFO_ATTRIBUTES", "KMS_ATTRIBUTES", "attributes"):
+    for name in (
+        "BASE_ATTRIBUTES",
+        "FIFO_ATTRIBUTES",
+        "KMS_ATTRIBUTES",
+        "attributes",
+        "pending_message_groups",
+    ):
         assert hasattr(Queue, name)
     for name in (
         "send_message",
@@ -213,6 +220,40 @@ def test_a_delete_waits_for_the_lock_sends_append_under(monkeypatch: pytest.Monk
         moto_patches._delete_message_locked(queue, handle)  # again: a no-op, as upstream
         with pytest.raises(ReceiptHandleIsInvalid):
             moto_patches._delete_message_locked(queue, "no-such-handle")
+
+
+class _InFlight:
+    """An in-flight message whose group is read while another thread receives one more (the set grows)."""
+
+    def __init__(self, group_id: str | None, pending: set[Any] | None = None) -> None:
+        self._group_id = group_id
+        self._pending = pending
+
+    @property
+    def group_id(self) -> str | None:
+        if self._pending is not None:
+            self._pending.add(_InFlight(None))
+            self._pending = None
+        return self._group_id
+
+
+def test_pending_groups_are_read_from_a_snapshot_of_the_in_flight_set() -> None:
+    """Patch 21: upstream iterated the live set and failed when a receive on another thread added to it."""
+    pending: set[Any] = set()
+    pending.update([_InFlight("a", pending), _InFlight("b"), _InFlight(None)])
+    queue = SimpleNamespace(_pending_messages=pending)
+    with pytest.raises(RuntimeError, match="changed size during iteration"):
+        _upstream_pending_groups(queue)
+    pending.clear()
+    pending.update([_InFlight("a", pending), _InFlight("b"), _InFlight(None)])
+    assert moto_patches._pending_groups_of_a_snapshot(queue) == {"a", "b"}
+    assert len(pending) == 4  # the message received meanwhile is in flight, and in the next answer
+    assert moto_patches._pending_groups_of_a_snapshot(queue) == _upstream_pending_groups(queue) == {"a", "b"}
+
+
+def _upstream_pending_groups(queue: Any) -> set[str]:
+    """moto 5.2.5's `Queue.pending_message_groups`, as written upstream (the class's own is patched here)."""
+    return {message.group_id for message in queue._pending_messages if message.group_id is not None}
 
 
 def test_batch_delete_in_one_pass_answers_as_upstream(patched_moto: EmbeddedMoto) -> None:
