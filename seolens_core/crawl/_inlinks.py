@@ -61,7 +61,6 @@ crawl went on after a redrive) maps only those and reduces again, which the unio
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import heapq
 import time
@@ -273,19 +272,15 @@ class InlinkCounter:
         if after == cursor["after"]:  # nothing left to read; `after` stays: the high-water mark
             return {**cursor, "phase": "reduce", "shard": 0}
         step: int = cursor["step"]
-        # The step's objects go out together: one is sent while the store takes in another (a step is idempotent:
-        # a retry after one failed rewrites them all).
-        writes = [
-            self.store.put_object(rows_key(crawl_id, kind, step), b"".join(lines), "application/x-ndjson")
-            for kind, lines in copies.items()
-        ]
+        for kind, lines in copies.items():
+            await self.store.put_object(
+                rows_key(crawl_id, kind, step), b"".join(lines), "application/x-ndjson"
+            )
         del copies
         for shard, targets in pairs.items():
             body = {target: sorted(sources) for target, sources in sorted(targets.items())}
-            writes.append(
-                self.store.put_object(f"{_base(crawl_id)}map/{shard:04d}/{step:06d}.json", dumps(body))
-            )
-        await asyncio.gather(*writes)
+            key = f"{_base(crawl_id)}map/{shard:04d}/{step:06d}.json"
+            await self.store.put_object(key, dumps(body))
         return {**cursor, "after": after, "step": step + 1}
 
     async def _reduce(self, crawl_id: str, cursor: Cursor) -> Cursor:
