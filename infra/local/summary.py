@@ -26,6 +26,11 @@ def render_summary(run: Any, out_dir: Path, seconds: float) -> str:
         f"sitemap URLs {summary.get('sitemap_urls', 0)} · pending {summary.get('pending', 0)} · "
         f"{fetched / max(seconds, 0.001):.1f} pages/s"
     )
+    if summary.get("stopped"):
+        lines.append(
+            f"  ended early ({summary['stopped']}): {summary.get('not_crawled', 0)} URLs not crawled;"
+            " orphan pages not assessed"
+        )
     by_status = summary.get("by_status", {})
     if by_status:
         lines.append("  status   " + "  ".join(f"{k}: {v}" for k, v in sorted(by_status.items())))

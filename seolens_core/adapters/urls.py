@@ -24,6 +24,8 @@ TTL_SECONDS = 30 * 24 * 3600
 QUEUED = "queued"
 FETCHING = "fetching"
 DONE = "done"
+NOT_CRAWLED_OUTCOMES = ("not_crawled", "not_crawled_budget")
+"""Outcomes of URLs finished without a fetch because their crawl was stopping (budget, cancel)."""
 JOURNAL_MARK = "~j-"
 """Sort-key prefix of a batch's publication marker (not hex, so never a url_key; sorts after them)."""
 JOURNAL_BODY = "~b-"
@@ -69,6 +71,8 @@ class PendingUrl:
     key: str
     depth: int
     host: str
+    outcome: str | None = None
+    """None while queued; `not_crawled` or `not_crawled_budget` for a URL finished unfetched (crawl stopped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,18 +499,23 @@ class UrlStore:
             )
 
     async def pending(
-        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0, not_crawled: bool = False
     ) -> tuple[list[PendingUrl], bool]:
         """Queued URLs of a crawl (up to `limit`, in key order) and whether more exist: the crawl's partition,
         filtered on `pending_crawl` (an unpublished journal's marker carries it too, with no URL). A crawl of
-        more than `SPREAD_ABOVE` URLs (`urls_hint`) is read in its 17 key ranges at once."""
+        more than `SPREAD_ABOVE` URLs (`urls_hint`) is read in its 17 key ranges at once. `not_crawled` adds
+        the URLs finished without a fetch because the crawl was stopping (`NOT_CRAWLED_OUTCOMES`)."""
         if urls_hint <= SPREAD_ABOVE:
-            return await self._pending_in(crawl_id, "", limit)
-        ranges = await asyncio.gather(*(self._pending_in(crawl_id, p, limit) for p in KEY_RANGES))
+            return await self._pending_in(crawl_id, "", limit, not_crawled)
+        ranges = await asyncio.gather(
+            *(self._pending_in(crawl_id, p, limit, not_crawled) for p in KEY_RANGES)
+        )
         out = [url for found, _ in ranges for url in found]
         return out[:limit], len(out) > limit or any(more for _, more in ranges)
 
-    async def _pending_in(self, crawl_id: str, prefix: str, limit: int) -> tuple[list[PendingUrl], bool]:
+    async def _pending_in(
+        self, crawl_id: str, prefix: str, limit: int, not_crawled: bool = False
+    ) -> tuple[list[PendingUrl], bool]:
         """`pending` among the keys starting with `prefix` (all of them for "")."""
         out: list[PendingUrl] = []
         values = {":c": {"S": crawl_id}}
@@ -514,11 +523,16 @@ class UrlStore:
         if prefix:
             values[":p"] = {"S": prefix}
             condition += " AND begins_with(url_key, :p)"
+        wanted = "attribute_exists(pending_crawl)"
+        if not_crawled:
+            names = [f":nc{i}" for i in range(len(NOT_CRAWLED_OUTCOMES))]
+            values.update({n: {"S": o} for n, o in zip(names, NOT_CRAWLED_OUTCOMES, strict=True)})
+            wanted += f" OR outcome IN ({', '.join(names)})"
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": condition,
-            "FilterExpression": "attribute_exists(pending_crawl)",
-            "ProjectionExpression": "url_key, #u, #d, #h",
+            "FilterExpression": wanted,
+            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl",
             "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
             "ExpressionAttributeValues": values,
         }
@@ -531,6 +545,7 @@ class UrlStore:
                         key=item["url_key"]["S"],
                         depth=int(item.get("depth", {}).get("N", "0")),
                         host=item.get("host", {}).get("S", ""),
+                        outcome=None if "pending_crawl" in item else item.get("outcome", {}).get("S"),
                     )
                 )
             last = resp.get("LastEvaluatedKey")

@@ -18,6 +18,7 @@ from seolens_core.audit._page import FetchFacts, audit_page
 from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
 from seolens_core.audit._site import (
     DUPLICATE_KINDS,
+    UNATTEMPTED_OUTCOMES,
     LinkRow,
     PageRow,
     SiteAudit,
@@ -31,6 +32,7 @@ from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, Waf
 __all__ = [
     "CATALOGUE",
     "DUPLICATE_KINDS",
+    "UNATTEMPTED_OUTCOMES",
     "WAF_BLOCK_STATUSES",
     "WAF_SIGNATURES",
     "AuditSettings",

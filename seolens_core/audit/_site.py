@@ -23,6 +23,8 @@ F = FindingCode
 _DEFAULT_SETTINGS = AuditSettings()
 # Longest redirect path followed when rebuilding chains from hop rows (fetch caps hops at 20).
 MAX_REDIRECT_WALK = 32
+UNATTEMPTED_OUTCOMES = frozenset({"pending", "not_crawled"})
+"""Row outcomes of URLs the crawl never fetched: no rule about their status applies to them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,12 @@ class PageRow:
     is_sitemap_url: bool = False
     robots_disallowed: bool = False
     waf_provider: str | None = None
+    outcome: str | None = None
+
+    @property
+    def attempted(self) -> bool:
+        """False for a URL the crawl never got to (still queued, or left when the crawl stopped)."""
+        return self.outcome not in UNATTEMPTED_OUTCOMES
 
     @property
     def ok(self) -> bool:
@@ -88,6 +96,7 @@ class PageRow:
             is_sitemap_url=bool(row.get("is_sitemap_url", False)),
             robots_disallowed=bool(row.get("robots_disallowed", False)),
             waf_provider=row.get("waf_provider"),
+            outcome=row.get("outcome"),
         )
 
 
@@ -277,7 +286,11 @@ class SiteAudit:
             self.add_page(row)
 
     def add_page(self, row: PageRow) -> None:
-        """One page; a URL is added once (the caller deduplicates)."""
+        """One page; a URL is added once (the caller deduplicates). One never fetched is no target of any rule."""
+        if not row.attempted:
+            if row.is_sitemap_url and self._keep_sitemap:
+                self._sitemap.add(row.url)
+            return
         plain = row.ok and row.waf_provider is None and row.canonical in (None, row.url) and not row.hreflang
         if plain:  # as a target: no link or canonical finding, hreflang only needs to know it is 2xx
             self._plain.append(url_key(row.url))

@@ -18,6 +18,9 @@ from seolens_core.sitemaps import (
 )
 from seolens_core.urls._traps import FINDING_CODES
 
+ALERT_CRAWL_STOPPED = "ALERT_CRAWL_STOPPED"
+ALERT_SITEMAP_NOT_READ = "ALERT_SITEMAP_NOT_READ"
+
 S, C = Severity, Category
 _PIPELINE = [
     *(
@@ -70,7 +73,21 @@ _PIPELINE = [
         S.WARNING,
         C.CRAWL,
         "URL still pending when the crawl ended",
-        "Its host was suspended (robots.txt unreachable or Retry-After) or a budget ended the crawl.",
+        "Its host was suspended (robots.txt unreachable or Retry-After) until the crawl ended.",
+    ),
+    (
+        ALERT_CRAWL_STOPPED,
+        S.NOTICE,
+        C.CRAWL,
+        "Crawl ended before it was complete",
+        "A page or time budget, a cancel or a failure ended it: raise the budget to audit the rest.",
+    ),
+    (
+        ALERT_SITEMAP_NOT_READ,
+        S.NOTICE,
+        C.SITEMAP,
+        "Sitemap not read: the crawl ended first",
+        "The crawl's budget ended before this sitemap was read; its URLs were not seeded.",
     ),
     (
         "ALERT_DEAD_LETTER",

@@ -51,9 +51,10 @@ from seolens_core.adapters._json import dump_lines, dumps, lines_where, load_lin
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore, StreamingUpload
-from seolens_core.adapters.urls import UrlStore
+from seolens_core.adapters.urls import JOURNAL_MARK, UrlStore
 from seolens_core.audit import (
     DUPLICATE_KINDS,
+    UNATTEMPTED_OUTCOMES,
     Finding,
     FindingCode,
     PageRow,
@@ -63,7 +64,7 @@ from seolens_core.audit import (
     duplicate_values,
     make_finding,
 )
-from seolens_core.crawl._findings import describe
+from seolens_core.crawl._findings import ALERT_CRAWL_STOPPED, ALERT_SITEMAP_NOT_READ, describe
 from seolens_core.crawl._inlinks import (
     DEFAULT_EDGE_BUDGET,
     InlinkCounter,
@@ -159,6 +160,20 @@ class Reporter:
         sitemap_spool = work.spool("sitemap")
         seq = 0
         timelines: dict[str, dict[float, dict[str, Any]]] = {}
+        stopped = stop_reason(record, error)
+        # The unfetched URLs before the page rows, and the rows of batches still publishing (a crawl that
+        # stopped early is reported while its workers finish): a URL a late batch finishes meanwhile is read
+        # twice (the page row wins), never missed.
+        pending, more_pending = await s.urls.pending(
+            crawl_id, limit=100_000, urls_hint=record.counters.get("n_discovered", 0), not_crawled=True
+        )
+        publishing = [
+            (crawl_id, p.key[len(JOURNAL_MARK) :]) for p in pending if p.key.startswith(JOURNAL_MARK)
+        ]
+        for journal in await s.urls.unpublished(publishing) if publishing else ():
+            for row in journal.body().get("pages", []):
+                await rows_spool.add(shard_of(row["url"], shards), [seq, "p", row])
+                seq += 1
         async for kind, row in self._page_and_pacing_rows(crawl_id, cursor):
             if kind == "pages":
                 await rows_spool.add(shard_of(row["url"], shards), [seq, "p", row])
@@ -172,13 +187,16 @@ class Reporter:
             await sitemap_spool.add(shard_of(row["url"], shards), [row["url"], row.get("lastmod")])
         await sitemap_spool.flush()
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
-        pending, more_pending = await s.urls.pending(
-            crawl_id, limit=100_000, urls_hint=record.counters.get("n_discovered", 0)
-        )
-        n_pending = len(pending)
+        n_pending = 0
         for p in pending:
-            row = {"url": p.url, "status": None, "depth": p.depth, "outcome": "pending"}
-            row["alerts"] = ["ALERT_URL_PENDING"]
+            if p.key.startswith(JOURNAL_MARK):  # a batch still publishing: its URLs are done, no row of ours
+                continue
+            if p.outcome is None and stopped is None:  # the crawl drained: a URL its host held back
+                row = {"url": p.url, "status": None, "depth": p.depth, "outcome": "pending"}
+                row["alerts"] = ["ALERT_URL_PENDING"]
+                n_pending += 1
+            else:  # the crawl stopped before it got to this URL: listed, not a finding of its own
+                row = {"url": p.url, "status": None, "depth": p.depth, "outcome": "not_crawled", "alerts": []}
             await rows_spool.add(shard_of(p.url, shards), [seq, "q", row])
             seq += 1
         del pending
@@ -189,6 +207,9 @@ class Reporter:
         del dead
         await rows_spool.flush()
 
+        # Sitemaps the seeding never read (the crawl stopped first): a page may be listed in one of them.
+        sitemaps_whole = not any(f.get("code") == ALERT_SITEMAP_NOT_READ for f in seed_findings)
+
         # 2. Per shard: dedupe, annotate (sitemap, inlinks, depth), sort by (depth, url); orphans of the shard.
         n_sitemap = 0
         for shard in range(shards):
@@ -198,6 +219,10 @@ class Reporter:
                 sitemap.setdefault(url, lastmod)
             n_sitemap += len(sitemap)
             counts = await self.inlinks.shard_counts(crawl_id, shard)
+            for url in sitemap:  # listed, never claimed (seeding stopped, or max_depth 0)
+                if url not in pages:
+                    pages[url] = (seq, {"url": url, "status": None, "outcome": "not_crawled", "alerts": []})
+                    seq += 1
             for url, (_, row) in pages.items():
                 row["is_sitemap_url"] = url in sitemap
                 row["inlinks"] = counts.get(url, 0)
@@ -214,7 +239,18 @@ class Reporter:
             await work.put_run(
                 "sorted", shard, sorted([*_sort_key(row), first, row] for first, row in pages.values())
             )
-            await work.put_run("orphans", shard, sorted([u] for u in sitemap if counts.get(u, 0) == 0))
+            # An orphan is a sitemap page the crawl fetched and no crawled page links to: known only when the
+            # crawl drained (stopped early, the pages linking to it may never have been fetched).
+            orphans = (
+                []
+                if stopped is not None
+                else [
+                    [u]
+                    for u in sitemap
+                    if counts.get(u, 0) == 0 and pages[u][1].get("outcome") not in UNATTEMPTED_OUTCOMES
+                ]
+            )
+            await work.put_run("orphans", shard, sorted(orphans))
             del pages, sitemap, counts
 
         findings = _FindingSink(s.results.open_file(crawl_id, "findings.csv", "text/csv"), work)
@@ -288,7 +324,7 @@ class Reporter:
                     for code in joined.get(url, ()):
                         if code not in row["alerts"]:
                             row["alerts"].append(code)
-                    if n_sitemap and _not_in_sitemap(row):
+                    if sitemaps_whole and n_sitemap and _not_in_sitemap(row):
                         row["alerts"].append("ALERT_NOT_IN_SITEMAP")
                         not_in_sitemap.append([first, url])
                     final.append([depth_none, depth, url, row])
@@ -329,6 +365,10 @@ class Reporter:
             for f in seed_findings:
                 severity, title = describe(f["code"])
                 await findings.add({**f, "severity": severity, "detail": f.get("detail") or title})
+            if stopped is not None:
+                await findings.add(
+                    _stopped_finding(record, stopped, stats.by_outcome.get("not_crawled", 0), sitemaps_whole)
+                )
             keys["findings.csv"] = await findings.close()
         except BaseException:
             await findings.abort()
@@ -350,6 +390,10 @@ class Reporter:
                 "sitemap_urls": n_sitemap,
                 "pending": n_pending,
                 "pending_truncated": more_pending,
+                "stopped": stopped,
+                "not_crawled": stats.by_outcome.get("not_crawled", 0),
+                "orphans_assessed": stopped is None,
+                "not_in_sitemap_assessed": sitemaps_whole,
                 # URLs finished by the dead-letter drain and messages still waiting in the queue, once each
                 "dead_letters": stats.by_outcome.get("dead_letter", 0),
             },
@@ -697,6 +741,34 @@ async def _dedupe(items: AsyncIterator[Any]) -> dict[str, tuple[int, dict[str, A
 def _sort_key(row: dict[str, Any]) -> list[Any]:
     """pages.jsonl order: depth (unreached last), then URL."""
     return [row["depth"] is None, row["depth"] or 0, row["url"]]
+
+
+def stop_reason(record: CrawlRecord, error: Any = None) -> str | None:
+    """Why the crawl ended before it drained ("page budget", "time budget", "cancelled", "failed"), or None."""
+    if error is not None:
+        return "failed"
+    if record.status is CrawlStatus.CANCELLED:
+        return "cancelled"
+    if record.status is CrawlStatus.FINISHING:
+        max_pages = record.settings.max_pages
+        if max_pages is not None and record.counters.get("n_fetched", 0) >= max_pages:
+            return "page budget"
+        return "time budget"
+    return None
+
+
+def _stopped_finding(
+    record: CrawlRecord, stopped: str, not_crawled: int, sitemaps_whole: bool
+) -> dict[str, Any]:
+    """The one finding of a crawl that ended early: what it did not do, instead of a finding per URL left."""
+    detail = (
+        f"the crawl ended early ({stopped}): {not_crawled} URLs discovered but not crawled"
+        " (outcome not_crawled in pages.jsonl); orphan pages not assessed"
+    )
+    if not sitemaps_whole:
+        detail += "; some sitemaps not read, so pages missing from the sitemaps not assessed"
+    severity, _ = describe(ALERT_CRAWL_STOPPED)
+    return {"code": ALERT_CRAWL_STOPPED, "severity": severity, "url": record.site, "detail": detail}
 
 
 def _not_in_sitemap(row: dict[str, Any]) -> bool:

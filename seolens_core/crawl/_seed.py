@@ -12,13 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from seolens_core.adapters.crawls import CrawlStatus, CrawlStore
+from seolens_core.adapters._json import load_lines
+from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
+from seolens_core.crawl._findings import ALERT_SITEMAP_NOT_READ
 from seolens_core.crawl._links import CrawlScope
 from seolens_core.crawl._pacing import PacedFetch, paced_fetch
 from seolens_core.crawl._ports import PacingPort, RobotsPort
+from seolens_core.crawl._progress import progress_wait_s
 from seolens_core.crawl._worker import default_fetcher
 from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
@@ -31,6 +34,36 @@ SITEMAP_MAX_BYTES = 50 * 1024 * 1024
 CLAIM_CHUNK = 500
 SEED_TRIES = 5
 """Seed rounds a sitemap that cannot be fetched yet (host paced, robots.txt retried) is tried in."""
+SEED_AHEAD = 500
+"""With a page budget, sitemap URLs queued beyond the pages the budget has left: enough that the fetchers never
+wait for the seeding, few enough that a 30-page audit of a 20,000-URL site does not claim and queue them all."""
+HOLD_STALL_ROUNDS = 3
+"""Hold rounds without a page fetched after which a chunk is claimed anyway: the queued count is the crawl's
+counters, a hint that a crashed flush can leave high, and a held crawl must never wait on it for ever."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeedGate:
+    """What the seeding may do next: claim, hold the rest back for now, or stop (`stopped` says why)."""
+
+    hold: bool = False
+    stopped: str | None = None
+
+
+def seed_gate(record: CrawlRecord, now: float, stalled_rounds: int = 0) -> SeedGate:
+    """Stop once the crawl is ending or over a budget (nothing more it claims would be fetched); with a page
+    budget, hold while the queue already holds `SEED_AHEAD` more URLs than the budget has pages left."""
+    settings = record.settings
+    if record.status.terminal or record.status is CrawlStatus.FINISHING:
+        return SeedGate(stopped=record.status.value.lower())
+    fetched = int(record.counters.get("n_fetched", 0))
+    if settings.max_pages is not None and fetched >= settings.max_pages:
+        return SeedGate(stopped="page budget")
+    if settings.max_seconds is not None and now - record.started_epoch >= settings.max_seconds:
+        return SeedGate(stopped="time budget")
+    if settings.max_pages is None or stalled_rounds >= HOLD_STALL_ROUNDS:
+        return SeedGate()
+    return SeedGate(hold=record.queued >= settings.max_pages - fetched + SEED_AHEAD)
 
 
 @dataclass
@@ -80,7 +113,12 @@ class Seeder:
                 cursor = {"todo": todo, "seen": [], "findings": [], "read": 0}
             walk = SitemapWalk(max_depth=3, seen=cursor["seen"])
             processed = 0
-            while cursor["todo"] and processed < self._max_documents:
+            wait = 0
+            if cursor.get("held"):
+                wait = await self._claim_listed(crawl_id, cursor, scope)
+            while (
+                not wait and not cursor.get("stopped") and cursor["todo"] and processed < self._max_documents
+            ):
                 url, level, probe, *rest = cursor["todo"].pop(0)
                 tries = int(rest[0]) if rest else 0
                 if tries == 0:  # a retried sitemap was accepted by the walk on its first turn
@@ -90,6 +128,9 @@ class Seeder:
                         continue
                 processed += 1
                 busy = await self._read_sitemap(crawl_id, url, level, probe, cursor, scope, settings, fetcher)
+                if cursor.get("held"):  # read: its URLs are claimed as far as the gate lets (the rest held)
+                    wait = await self._claim_listed(crawl_id, cursor, scope)
+                    continue
                 if busy is not None:
                     # Not fetched yet (host paced, robots.txt being retried): never dropped. It goes back on
                     # the list for the next seed round; after SEED_TRIES a declared one gets a finding.
@@ -104,10 +145,56 @@ class Seeder:
             cursor["read"] += processed
         finally:
             await fetcher.aclose()
-        done = not cursor["todo"]
+        if cursor.get("stopped"):  # the crawl ended first: what was never read is reported, not dropped
+            for url, _, probe, *_ in cursor["todo"]:
+                if probe:  # an unread guess is no finding (like one that was not there)
+                    continue
+                cursor["findings"].append(
+                    {
+                        "url": url,
+                        "code": ALERT_SITEMAP_NOT_READ,
+                        "detail": f"crawl ended ({cursor['stopped']})",
+                    }
+                )
+            cursor["todo"] = []
+        done = not cursor["todo"] and not cursor.get("held")
         if done:
             await s.results.put_part(crawl_id, "seed", "findings", cursor["findings"])
-        return {"crawl_id": crawl_id, "cursor": None if done else cursor, "seed_done": done}
+        return {
+            "crawl_id": crawl_id,
+            "cursor": None if done else cursor,
+            "seed_done": done,
+            "wait_seconds": wait if not done else 0,
+        }
+
+    async def _claim_listed(self, crawl_id: str, cursor: dict[str, Any], scope: CrawlScope) -> int:
+        """Claim the held sitemap's URLs chunk by chunk while the gate allows; seconds to wait (0: all
+        claimed, or the crawl stopped: `cursor["stopped"]`). The held URLs are read back from the sitemap's
+        rows part, so the cursor (Step Functions state, 256 KB) carries only a key and an offset."""
+        s = self.s
+        held = cursor["held"]
+        rows = held.pop("rows", None)
+        if rows is None:
+            rows = load_lines(await s.results.get_file(held["key"]))
+        pages, hosts = _listed(crawl_id, rows, scope)
+        while held["offset"] < len(pages):
+            record = await s.crawls.get(crawl_id)
+            fetched = int(record.counters.get("n_fetched", 0))
+            stalled = held.get("stalled", 0) if held.get("fetched") == fetched else 0
+            gate = seed_gate(record, s.clock(), stalled)
+            if gate.stopped is not None:
+                cursor["stopped"] = gate.stopped
+                break
+            if gate.hold:
+                paused = record.status is CrawlStatus.PAUSED  # nothing is fetched: no sign of stale counters
+                held.update(fetched=fetched, stalled=stalled + (not paused))
+                elapsed = s.clock() - record.started_epoch
+                return progress_wait_s(record.settings.progress_poll_s, elapsed)
+            start = held["offset"]
+            await self._enqueue(pages[start : start + CLAIM_CHUNK], hosts[start : start + CLAIM_CHUNK])
+            held.update(offset=start + CLAIM_CHUNK, fetched=fetched, stalled=0)
+        del cursor["held"]
+        return 0
 
     async def _enqueue(self, messages: list[FrontierMessage], hosts: list[str]) -> int:
         claimed = await self.s.urls.claim(messages, hosts, self.s.clock(), consistent=True)
@@ -194,49 +281,53 @@ class Seeder:
         entries.extend(result.tail)
         for finding in result.findings:
             cursor["findings"].append({"url": url, "code": finding.code, "detail": finding.detail})
-        pages: list[FrontierMessage] = []
-        hosts: list[str] = []
         rows: list[dict[str, Any]] = []
         outside = 0
-        claimer = url_key_hex(
-            target.url
-        )  # this sitemap claims its URLs: a retried seed re-sends only its own
-        listed: set[str] = set()
         for entry in entries:
             if entry.kind == "sitemap":
                 cursor["todo"].append([entry.loc, level + 1, False])
                 continue
             loc = scope.normalize(entry.loc)
-            if loc is not None and settings.max_depth < SITEMAP_SEED_DEPTH:
-                rows.append({"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url})
-                continue
             if loc is None or not scope.boundary.is_internal(loc.host_port):
                 outside += 1
                 continue
             rows.append({"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url})
-            if loc.url in listed:
-                continue
-            listed.add(loc.url)
-            pages.append(
-                FrontierMessage(
-                    crawl_id=crawl_id,
-                    url=loc.url,
-                    key=url_key_hex(loc.url),
-                    depth=SITEMAP_SEED_DEPTH,
-                    sitemap=True,
-                    lastmod=entry.lastmod,
-                    parent=claimer,
-                )
-            )
-            hosts.append(loc.origin)
         if outside:
             cursor["findings"].append(
                 {"url": url, "code": "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "detail": str(outside)}
             )
-        for start in range(0, len(pages), CLAIM_CHUNK):
-            await self._enqueue(pages[start : start + CLAIM_CHUNK], hosts[start : start + CLAIM_CHUNK])
-        await self.s.results.put_part(crawl_id, "sitemap", uuid.uuid4().hex, rows)
+        # The rows first (the report's list of sitemap URLs, whether claimed or not), then the claims.
+        key = await self.s.results.put_part(crawl_id, "sitemap", uuid.uuid4().hex, rows)
+        if key is not None and settings.max_depth >= SITEMAP_SEED_DEPTH:
+            cursor["held"] = {"key": key, "offset": 0, "rows": rows}
         return None
+
+
+def _listed(
+    crawl_id: str, rows: list[dict[str, Any]], scope: CrawlScope
+) -> tuple[list[FrontierMessage], list[str]]:
+    """The frontier messages of a sitemap's rows (first of each URL, in order) and their hosts."""
+    pages: list[FrontierMessage] = []
+    hosts: list[str] = []
+    listed: set[str] = set()
+    for row in rows:
+        loc = scope.normalize(row["url"])
+        if loc is None or loc.url in listed:
+            continue
+        listed.add(loc.url)
+        pages.append(
+            FrontierMessage(
+                crawl_id=crawl_id,
+                url=loc.url,
+                key=url_key_hex(loc.url),
+                depth=SITEMAP_SEED_DEPTH,
+                sitemap=True,
+                lastmod=row.get("lastmod"),
+                parent=url_key_hex(row["sitemap"]),  # a retried seed re-sends only its own sitemap's URLs
+            )
+        )
+        hosts.append(loc.origin)
+    return pages, hosts
 
 
 @dataclass(frozen=True, slots=True)

@@ -198,10 +198,19 @@ def test_seed_loops_until_done(definitions: dict[str, dict[str, Any]]) -> None:
     assert seed["Parameters"]["Payload"] == {"crawl_id.$": "$.crawl_id", "cursor.$": "$.seed.cursor"}
     after = states[seed["Next"]]
     assert after["Type"] == "Choice" and after["Default"] == "Seed"
-    (rule,) = after["Choices"]
-    assert rule == {"Variable": "$.seed.seed_done", "BooleanEquals": True, "Next": "CheckProgress"}
+    done, held = after["Choices"]
+    assert done == {"Variable": "$.seed.seed_done", "BooleanEquals": True, "Next": "CheckProgress"}
+    # A round that held sitemap URLs back (page budget) waits the seconds it asked for, then seeds again.
+    assert held == {"Variable": "$.seed.wait_seconds", "NumericGreaterThan": 0, "Next": "WaitForSeed"}
+    assert states["WaitForSeed"] == {
+        "Type": "Wait",
+        "Comment": states["WaitForSeed"]["Comment"],
+        "SecondsPath": "$.seed.wait_seconds",
+        "Next": "Seed",
+    }
+    assert seed["ResultSelector"]["wait_seconds.$"] == "$.Payload.wait_seconds"
     init = states[_definition(definitions)["StartAt"]]
-    assert init["Parameters"]["seed"] == {"cursor": None, "seed_done": False}
+    assert init["Parameters"]["seed"] == {"cursor": None, "seed_done": False, "wait_seconds": 0}
 
 
 def _asl_lint_errors(definition: Mapping[str, Any]) -> list[str]:

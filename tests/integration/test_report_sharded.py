@@ -112,12 +112,15 @@ def _crawl(
 def _write(app: Any, crawl_id: str, site: str, rows: list[Any], links: list[Any], created: float) -> None:
     settings = CrawlSettings(start_urls=(f"{site}/",), allow_hosts=(site.split("//")[1],), max_pages=1000)
     app.run(app.crawls.create(crawl_id, settings, site, now=created))
+    # Pages found only in the sitemap: seeded, fetched, linked from nowhere (orphans).
+    only = [f"{site}/only-in-sitemap-{i}" for i in range(5)]
+    rows = rows + [{"url": u, "status": 200, "outcome": "fetched", "depth": 1, "title": u} for u in only]
     for part in range(0, len(rows), 7):
         app.run(app.results.put_part(crawl_id, "pages", f"{part:013d}-a", rows[part : part + 7]))
     for part in range(0, len(links), 25):
         app.run(app.results.put_part(crawl_id, "links", f"{part:013d}-a", links[part : part + 25]))
     sitemap = [{"url": r["url"], "lastmod": "2026-01-02"} for r in rows[::4]]
-    sitemap += [{"url": f"{site}/only-in-sitemap-{i}"} for i in range(5)]
+    sitemap += [{"url": u} for u in only]
     app.run(app.results.put_part(crawl_id, "sitemap", "s1", sitemap))
     seed = [
         {"code": "ALERT_SITEMAP_MALFORMED", "url": f"{site}/sitemap.xml", "detail": 'bad\ntail\r\n\nend, "q"'}
@@ -185,6 +188,8 @@ def test_sharded_report_writes_what_the_in_memory_reporter_wrote(
     app.run(new.run(current, "report"))
     got = _outputs(app, current)
 
+    added = {"stopped": None, "not_crawled": 0, "orphans_assessed": True, "not_in_sitemap_assessed": True}
+    assert {k: got["report.json"]["summary"].pop(k) for k in added} == added  # fields newer than OLD_REV
     for name in OUTPUTS:
         assert got[name] == expected[name], name
     report = got["report.json"]

@@ -29,6 +29,8 @@ class FakeFunctions:
     """Seed, Progress and Report stand-ins: scripted progress states, recorded calls."""
 
     seed_batches: int = 2
+    seed_waits: list[int] = field(default_factory=list)
+    """Seconds each seed round asks to wait before the next (a held page budget); 0 once empty."""
     progress: list[Any] = field(default_factory=lambda: [("RUNNING", 30), ("DRAINED", 0)])
     calls: list[tuple[str, Any]] = field(default_factory=list)
 
@@ -41,6 +43,7 @@ class FakeFunctions:
                 "crawl_id": payload["crawl_id"],
                 "cursor": None if done else {"batch": batch},
                 "seed_done": done,
+                "wait_seconds": 0 if done or not self.seed_waits else self.seed_waits.pop(0),
             }
         if arn == PROGRESS:
             outcome = self.progress.pop(0)
@@ -109,6 +112,16 @@ def test_crawl_succeeds() -> None:
     assert fake.sleeps == [30]
     assert result.output["crawl_id"] == "c1"
     assert "Orphans" in visited(result) and "MarkFailed" not in visited(result)
+
+
+def test_a_held_seed_round_waits_its_seconds_before_the_next() -> None:
+    functions = FakeFunctions(seed_batches=4, seed_waits=[7, 0])
+    fake = FakeTime()
+    result = execute(functions, fake=fake)
+    assert result.status == "SUCCEEDED", (result.error, result.cause)
+    assert [p["cursor"] for p in functions.called(SEED)] == [None, {"batch": 1}, {"batch": 2}, {"batch": 3}]
+    assert visited(result).count("WaitForSeed") == 1
+    assert fake.sleeps == [7, 30]  # the held round's wait, then the progress loop's
 
 
 def test_a_failed_task_marks_the_crawl_failed() -> None:

@@ -211,7 +211,7 @@ def test_state_machine_loops_orphans_until_done() -> None:
 
     def invoke(arn: str, payload: Any) -> Any:
         if arn == ARNS["SeedFunctionArn"]:
-            return {"crawl_id": "c1", "cursor": None, "seed_done": True}
+            return {"crawl_id": "c1", "cursor": None, "seed_done": True, "wait_seconds": 0}
         if arn == ARNS["ProgressFunctionArn"]:
             return {
                 "crawl_id": "c1",
