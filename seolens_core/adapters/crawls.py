@@ -17,6 +17,9 @@ from seolens_core.settings import CrawlSettings
 
 GLOBAL_CONTROL_ID = "__frontier__"
 SETTINGS_LEVEL = 9
+PAGES_RESERVED = "n_reserved"
+"""Page-budget units taken by workers before their fetches (`reserve_pages`); a unit not spent on a fetch is
+given back with the batch's counters, so `n_reserved` >= `n_fetched` and never passes `max_pages`."""
 _COUNTER = re.compile(rf"n_\w+|q\d+|{SITEMAP_QUEUE_COUNTER}")
 
 
@@ -64,6 +67,11 @@ class CrawlRecord:
         `qs`, are outside it), None when unknown."""
         depths = [int(k[1:]) for k, v in self.counters.items() if k[:1] == "q" and k[1:].isdigit() and v > 0]
         return min(depths) if depths else None
+
+    @property
+    def pages_taken(self) -> int:
+        """Pages of the budget fetched or reserved for a fetch in flight (`PAGES_RESERVED`)."""
+        return max(self.counters.get("n_fetched", 0), self.counters.get(PAGES_RESERVED, 0))
 
     @property
     def queued(self) -> int:
@@ -170,6 +178,30 @@ class CrawlStore:
                     raise
             await asyncio.sleep(min(0.05 * 2**attempt, 2.0) * (1 + random.random()))
         return True  # unreachable: the last attempt raises
+
+    async def reserve_pages(self, crawl_id: str, wanted: int, max_pages: int) -> int:
+        """Take up to `wanted` of the crawl's page budget (`n_reserved`, never past `max_pages`); returns how
+        many were granted (0: spent). One conditional ADD; when fewer are left, one read and the rest."""
+        for _ in range(8):
+            if wanted <= 0:
+                return 0
+            try:
+                await self._client.update_item(
+                    TableName=self._table,
+                    Key={"crawl_id": {"S": crawl_id}},
+                    UpdateExpression=f"ADD {PAGES_RESERVED} :k",
+                    ConditionExpression=f"attribute_exists(crawl_id) AND (attribute_not_exists({PAGES_RESERVED})"
+                    f" OR {PAGES_RESERVED} <= :limit)",
+                    ExpressionAttributeValues={
+                        ":k": {"N": str(wanted)},
+                        ":limit": {"N": str(max_pages - wanted)},
+                    },
+                )
+                return wanted
+            except self._client.exceptions.ConditionalCheckFailedException:
+                record = await self.get(crawl_id)  # raises CrawlNotFound for an unknown crawl
+                wanted = min(wanted, max_pages - record.counters.get(PAGES_RESERVED, 0))
+        return 0  # the budget moved on every try: take nothing rather than risk passing it
 
     async def set_status(
         self,

@@ -167,6 +167,8 @@ class Reporter:
         pending, more_pending = await s.urls.pending(
             crawl_id, limit=100_000, urls_hint=record.counters.get("n_discovered", 0), not_crawled=True
         )
+        if stopped is None and any(p.outcome == "not_crawled_budget" for p in pending):
+            stopped = "page budget"  # drained, but workers turned URLs away: the budget was all taken
         publishing = [
             (crawl_id, p.key[len(JOURNAL_MARK) :]) for p in pending if p.key.startswith(JOURNAL_MARK)
         ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seolens_core.adapters._gather import CallGroup, SingleFlight
-from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
+from seolens_core.adapters.crawls import PAGES_RESERVED, CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing, SendGroup
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import DONE, FetchClaim, Journal, UrlStore
@@ -41,6 +41,9 @@ BFS_HOLD_MAX_S = 15.0
 BFS_HOLD_BUDGET_S = 60.0
 FETCH_LEASE_MARGIN_S = 60.0
 CLAIM_WINDOW_S = 0.003
+BUDGET_RECHECK_S = 2.0
+"""A URL that found the page budget all reserved by fetches in flight comes back after this long."""
+UNIT_GRANTED, UNIT_SPENT, UNIT_IN_FLIGHT = "granted", "spent", "in_flight"
 MAX_IN_FLIGHT = 10
 FLUSH_RESERVE_S = 5.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -381,6 +384,11 @@ class BatchRun:
             worker.s.urls.claim_fetch_many, CLAIM_WINDOW_S
         )
         """Records granted their slots together (one coalesced reservation) claim their URLs in one call."""
+        self._units: dict[str, int] = {}
+        """Units of its crawl's page budget this batch holds and has not handed to a record yet."""
+        self._units_taken: Counter[str] = Counter()
+        self._budget_answer: dict[str, str] = {}
+        self._units_lock = asyncio.Lock()
 
     async def _prepare(self) -> None:
         parsed = []
@@ -406,7 +414,7 @@ class BatchRun:
     async def handle(self, message_id: str, body: str) -> str:
         """Process one record; raises when it must be retried (the batch processor reports it as failed)."""
         if self._commit is None:
-            self._commit = BatchCommit(self._size, self._w.flush)
+            self._commit = BatchCommit(self._size, self._flush)
         commit = self._commit
         try:
             if self._prepared is None:
@@ -425,6 +433,48 @@ class BatchRun:
         await commit.submit(contribution)
         self.outcomes[outcome] += 1
         return outcome
+
+    async def _take_unit(self, crawl_id: str, max_pages: int) -> str:
+        """A unit of the crawl's page budget for one record (`UNIT_GRANTED`), from the block this batch
+        reserved: the first record to ask reserves one for each of the batch's records of that crawl still to
+        ask (one write a batch; `_flush` gives the unused back). None left: `UNIT_SPENT` once the budget's
+        pages are all fetched, else `UNIT_IN_FLIGHT` (other records hold units they may give back)."""
+        async with self._units_lock:
+            if not self._units.get(crawl_id):
+                if crawl_id in self._budget_answer:
+                    return self._budget_answer[crawl_id]
+                in_batch = sum(1 for m in self._messages.values() if m.crawl_id == crawl_id)
+                wanted = max(1, in_batch - self._units_taken[crawl_id])
+                got = await self._w.s.crawls.reserve_pages(crawl_id, wanted, max_pages)
+                if got <= 0:
+                    record = await self._w.s.crawls.get(crawl_id)
+                    spent = record.counters.get("n_fetched", 0) >= max_pages
+                    self._budget_answer[crawl_id] = UNIT_SPENT if spent else UNIT_IN_FLIGHT
+                    return self._budget_answer[crawl_id]
+                self._units[crawl_id] = got
+            self._units[crawl_id] -= 1
+            self._units_taken[crawl_id] += 1
+            return UNIT_GRANTED
+
+    async def _budget_wait(self, msg: FrontierMessage, c: Contribution, host: str) -> str:
+        """The crawl's page budget is all reserved by fetches in flight, which may give units back: come back
+        in `BUDGET_RECHECK_S`. Units outlive a fetch only if their worker died with them, so after longer than
+        a fetch's lease the URL is finished as over budget (reported), never re-sent for ever."""
+        settings = (await self._w.crawl_context(msg.crawl_id)).record.settings
+        if msg.budget_waits * BUDGET_RECHECK_S > settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S:
+            return _over_budget(msg, c, host)
+        await self._defer(
+            replace(msg, budget_waits=msg.budget_waits + 1), self._w.s.clock() + BUDGET_RECHECK_S, c
+        )
+        return "budget_in_flight"
+
+    async def _flush(self, contributions: list[Contribution]) -> None:
+        """The worker's flush, with the page-budget units the batch reserved and never handed out given back."""
+        unused = [
+            Contribution(crawl_id=c, counters={PAGES_RESERVED: -n}) for c, n in self._units.items() if n
+        ]
+        self._units.clear()
+        await self._w.flush([*contributions, *unused])
 
     async def _defer(
         self, msg: FrontierMessage, until: float, c: Contribution, *, claimed: bool = False
@@ -475,14 +525,10 @@ class BatchRun:
             await self._defer(msg, s.clock() + PAUSE_RECHECK_S, c)
             return "paused"
         settings = record.settings
-        if (
-            not msg.check_only
-            and settings.max_pages is not None
-            and record.counters.get("n_fetched", 0) >= settings.max_pages
-        ):
-            c.finished.append((msg, host, "not_crawled_budget"))
-            c.count("n_not_crawled")
-            return "not_crawled_budget"
+        if not msg.check_only and settings.max_pages is not None and record.pages_taken >= settings.max_pages:
+            if record.counters.get("n_fetched", 0) >= settings.max_pages:
+                return _over_budget(msg, c, host)
+            return await self._budget_wait(msg, c, host)
         if msg.not_before - s.clock() > NOT_BEFORE_SLACK_S:  # came back early: SQS delays 15 minutes at most
             c.outgoing.append(Outgoing(msg, msg.not_before))
             c.count("n_deferred")
@@ -527,14 +573,46 @@ class BatchRun:
         # retry re-sends its children) finds it leased or done and never knocks on the host twice. It is
         # taken once a slot is granted, while the worker waits for the slot (see `paced_fetch`).
         claim: FetchClaim | None = None
+        # A crawl with a page budget: a unit of it before the claim, so that workers together never fetch
+        # more pages than the budget; a unit not spent on a fetch is given back with the batch's counters.
+        budgeted = settings.max_pages is not None and not msg.check_only
+        unit: str | None = None
 
         async def take_claim() -> bool:
-            nonlocal claim
+            nonlocal claim, unit
+            if budgeted:
+                assert settings.max_pages is not None
+                unit = await self._take_unit(msg.crawl_id, settings.max_pages)
+                if unit != UNIT_GRANTED:
+                    return False
             self._claiming += 1
             claim = await self._claims.call(
                 (msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S)
             )
             return claim.granted
+
+        outcome = await self._fetch_claimed(msg, c, ctx, url, answer.crawl_delay_s, take_claim, lambda: claim)
+        if unit == UNIT_GRANTED and outcome not in ("fetched", "error"):
+            c.count(PAGES_RESERVED, -1)
+        elif unit == UNIT_SPENT:
+            return _over_budget(msg, c, host)
+        elif unit == UNIT_IN_FLIGHT:  # the last pages of the budget are being fetched: ask again shortly
+            return await self._budget_wait(msg, c, host)
+        return outcome
+
+    async def _fetch_claimed(
+        self,
+        msg: FrontierMessage,
+        c: Contribution,
+        ctx: _CrawlContext,
+        url: NormalizedURL,
+        crawl_delay_s: float | None,
+        take_claim: Callable[[], Awaitable[bool]],
+        claim_of: Callable[[], FetchClaim | None],
+    ) -> str:
+        """Slot, claim, fetch, parse: the record's answer once robots.txt allows it."""
+        s = self._w.s
+        settings, host = ctx.record.settings, url.origin
 
         paced = await paced_fetch(
             s.pacing,
@@ -542,14 +620,16 @@ class BatchRun:
             url.url,
             host,
             settings,
-            answer.crawl_delay_s,
+            crawl_delay_s,
             clock=s.clock,
             sleep=s.sleep,
             claim=take_claim,
             crawl_id=msg.crawl_id,
         )
+        claim = claim_of()
         if isinstance(paced, Unclaimed):
-            assert claim is not None
+            if claim is None:  # no unit of the page budget left (the caller finishes it)
+                return "budget_spent"
             if claim.held_until is None:
                 c.count("n_duplicates")
                 return "duplicate"
@@ -605,6 +685,13 @@ class BatchRun:
         if result.error is not None or (result.status or 0) >= 400:
             c.count("n_errors")
         return outcome
+
+
+def _over_budget(msg: FrontierMessage, c: Contribution, host: str) -> str:
+    """Finish a URL its crawl's page budget has no room for (reported as not crawled, never dropped)."""
+    c.finished.append((msg, host, "not_crawled_budget"))
+    c.count("n_not_crawled")
+    return "not_crawled_budget"
 
 
 def _time_needed(settings: CrawlSettings) -> float:

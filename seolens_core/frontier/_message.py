@@ -39,6 +39,8 @@ class FrontierMessage:
     holds: int = 0
     redrives: int = 0
     """Times this message came back from the dead-letter queue (see `DeadLetterDrain`)."""
+    budget_waits: int = 0
+    """Times it came back because the last units of its crawl's page budget were out with fetches in flight."""
     not_before: float = 0.0
     """Epoch seconds before which it is not worth handling: set on a re-send further ahead than SQS can
     delay a message (15 minutes), which then comes back early and is sent on without asking anything."""
@@ -74,6 +76,8 @@ class FrontierMessage:
             body["holds"] = self.holds
         if self.redrives:
             body["redrives"] = self.redrives
+        if self.budget_waits:
+            body["bw"] = self.budget_waits
         if self.not_before:
             body["nb"] = self.not_before
         return json.dumps(body, separators=(",", ":"))
@@ -121,6 +125,7 @@ class FrontierMessage:
             tries=_count(data.get("tries")),
             holds=_count(data.get("holds")),
             redrives=_count(data.get("redrives")),
+            budget_waits=_count(data.get("bw")),
             not_before=_epoch(data.get("nb")),
         )
 

@@ -4,6 +4,7 @@ queued; none of them is judged (orphan, non-indexable, pending), and one finding
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -117,3 +118,26 @@ def test_a_drained_crawl_still_reports_its_orphans_and_held_back_urls(control_cl
     assert (pages[fetched]["outcome"], pages[held]["outcome"]) == ("fetched", "pending")
     assert report["summary"]["stopped"] is None and report["summary"]["orphans_assessed"] is True
     assert report["findings_by_code"] == {"ALERT_GRAPH_ORPHAN_PAGE": 1, "ALERT_URL_PENDING": 1}
+
+
+def test_page_budget_units_are_never_granted_past_the_budget(control_cloud: LocalCloud) -> None:
+    """`reserve_pages` from many workers at once: exactly the budget is granted, and a unit given back (a
+    record that did not fetch) can be taken again."""
+    del control_cloud
+    app = container()
+    crawl_id = f"units-{uuid.uuid4().hex[:8]}"
+    settings = CrawlSettings(start_urls=("https://units.test/",), max_pages=7)
+    app.run(app.crawls.create(crawl_id, settings, "https://units.test", now=time.time()))
+
+    async def many() -> list[int]:
+        return list(
+            await asyncio.gather(*(app.crawls.reserve_pages(crawl_id, k, 7) for k in (3, 1, 2, 3, 1, 2)))
+        )
+
+    granted = app.run(many())
+    assert sum(granted) == 7 and all(0 <= g <= k for g, k in zip(granted, (3, 1, 2, 3, 1, 2), strict=True))
+    assert app.run(app.crawls.reserve_pages(crawl_id, 1, 7)) == 0
+    app.run(app.crawls.add_counters(crawl_id, {"n_reserved": -2}))  # two records did not fetch
+    assert app.run(app.crawls.reserve_pages(crawl_id, 5, 7)) == 2
+    record = app.run(app.crawls.get(crawl_id))
+    assert (record.counters["n_reserved"], record.pages_taken) == (7, 7)

@@ -1,15 +1,20 @@
 """A sitemap the seeder cannot fetch yet (robots.txt being retried, host paced) is kept for a later seed round,
-never dropped; after SEED_TRIES rounds a declared sitemap gets a finding."""
+never dropped; after SEED_TRIES rounds a declared sitemap gets a finding. With a page budget, listed URLs are
+held back (in S3, never in the cursor) while the queue can fill it, and nothing is claimed once it is reached."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from seolens_core.adapters._json import dump_lines
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
+from seolens_core.adapters.urls import Claimed
+from seolens_core.crawl._findings import ALERT_SITEMAP_NOT_READ
 from seolens_core.crawl._ports import RobotsAnswer
-from seolens_core.crawl._seed import SEED_TRIES, Seeder, SeedServices
+from seolens_core.crawl._seed import CLAIM_CHUNK, SEED_AHEAD, SEED_TRIES, Seeder, SeedServices
 from seolens_core.settings import CrawlSettings
 
 SETTINGS = CrawlSettings(start_urls=("http://shop.example/",))
@@ -65,3 +70,81 @@ def test_a_sitemap_not_fetchable_yet_is_retried_then_reported() -> None:
     assert findings == [
         {"url": SITEMAP, "code": "ALERT_SITEMAP_UNREADABLE", "detail": "not fetched: robots.txt unavailable"}
     ]
+
+
+@dataclass
+class BudgetedCrawl:
+    """A crawl with a 100-page budget whose queue counter follows the seeder's claims."""
+
+    counters: dict[str, int] = field(default_factory=lambda: {"n_fetched": 0, "qs": 0})
+
+    async def get(self, crawl_id: str) -> CrawlRecord:
+        settings = CrawlSettings(start_urls=("http://shop.example/",), max_pages=100, progress_poll_s=2)
+        return CrawlRecord(
+            crawl_id, CrawlStatus.RUNNING, settings, "shop.example", "now", 0.0, dict(self.counters)
+        )
+
+    async def add_counters(self, crawl_id: str, deltas: dict[str, int]) -> None:
+        for name, value in deltas.items():
+            self.counters[name] = self.counters.get(name, 0) + value
+
+
+@dataclass
+class ClaimAll:
+    claimed: list[str] = field(default_factory=list)
+
+    async def claim(self, messages: list[Any], hosts: list[str], now: float, consistent: bool = False) -> Any:
+        self.claimed.extend(m.url for m in messages)
+        return Claimed(list(messages), list(messages))
+
+
+@dataclass
+class Sent:
+    async def send(self, outgoing: list[Any]) -> None:
+        return None
+
+
+@dataclass
+class StoredRows(FakeResults):
+    stored: dict[str, bytes] = field(default_factory=dict)
+
+    async def get_file(self, key: str) -> bytes:
+        return self.stored[key]
+
+
+def test_a_page_budget_holds_listed_urls_back_in_s3_and_stops_claiming_once_it_is_reached() -> None:
+    listed = [{"url": f"http://shop.example/p/{n}", "sitemap": SITEMAP} for n in range(1, 1201)]
+    crawl, urls, results = BudgetedCrawl(), ClaimAll(), StoredRows(stored={"rows-1": dump_lines(listed)})
+    services = SeedServices(
+        crawls=cast(Any, crawl),
+        urls=cast(Any, urls),
+        queue=cast(Any, Sent()),
+        results=cast(Any, results),
+        robots=cast(Any, None),
+        pacing=cast(Any, None),
+        clock=lambda: 10.0,
+    )
+    other = "http://shop.example/sitemap-2.xml"
+    cursor: dict[str, Any] = {
+        "todo": [[other, 1, False], ["http://shop.example/sitemap_index.xml", 0, True]],
+        "seen": [SITEMAP],
+        "findings": [],
+        "read": 1,
+        "held": {"key": "rows-1", "offset": 0},
+    }
+    # Chunks of 500 while the queue has fewer than the 100 pages left plus SEED_AHEAD: two, then it holds.
+    answer = asyncio.run(Seeder(services).seed("c1", cursor))
+    assert len(urls.claimed) == 2 * CLAIM_CHUNK == len(set(urls.claimed))
+    assert 100 + SEED_AHEAD <= crawl.counters["qs"] == 2 * CLAIM_CHUNK
+    assert (answer["seed_done"], answer["wait_seconds"]) == (False, 2)
+    assert answer["cursor"]["held"]["offset"] == 2 * CLAIM_CHUNK
+    assert len(json.dumps(answer["cursor"])) < 1_000  # Step Functions state: a key and an offset, no rows
+
+    # The budget is reached: nothing more is claimed, the unread declared sitemap is reported, not the guess.
+    crawl.counters["n_fetched"] = 100
+    answer = asyncio.run(Seeder(services).seed("c1", answer["cursor"]))
+    assert len(urls.claimed) == 2 * CLAIM_CHUNK
+    assert (answer["seed_done"], answer["wait_seconds"], answer["cursor"]) == (True, 0, None)
+    [(kind, findings)] = results.parts
+    assert kind == "seed"
+    assert findings == [{"url": other, "code": ALERT_SITEMAP_NOT_READ, "detail": "crawl ended (page budget)"}]

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.adapters.frontier_queue import MAX_SQS_DELAY_S, Outgoing
 from seolens_core.adapters.urls import Claimed, FetchClaim, Journal
 from seolens_core.crawl import PageWorker, RobotsAnswer, Ticket, Wait, WorkerServices
-from seolens_core.crawl._worker import bfs_hold_s
+from seolens_core.crawl._worker import BUDGET_RECHECK_S, FETCH_LEASE_MARGIN_S, bfs_hold_s
 from seolens_core.fetch import FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.settings import CrawlSettings
@@ -44,6 +45,9 @@ class _Crawls:
 
     async def add_counters(self, crawl_id: str, deltas: dict[str, int], *, once: Any = None) -> bool:
         return True
+
+    async def reserve_pages(self, crawl_id: str, wanted: int, max_pages: int) -> int:
+        return wanted  # a budget far from spent
 
 
 class _Urls:
@@ -486,3 +490,93 @@ def test_deferred_records_of_a_paced_host_are_sent_to_arrive_one_slot_apart(moto
     for k, landing in enumerate(sorted(arrivals)):
         slot = started + (len(fetched) + k) * 1.0
         assert slot - 2.0 - 0.5 <= landing < slot + 0.2 * (len(fetched) + k), (k, landing - started)
+
+
+class _BudgetCrawls(_Crawls):
+    """A crawl with a page budget: `reserve_pages` and the counters kept in memory, as the store keeps them."""
+
+    def __init__(self, max_pages: int, fetched: int = 0, reserved: int = 0) -> None:
+        self.settings = CrawlSettings(start_urls=(f"{SITE}/",), bfs_slack=None, max_pages=max_pages)
+        self.counters = {"n_fetched": fetched, "n_reserved": reserved}
+        self.reserve_calls = 0
+
+    def _record(self, crawl_id: str) -> CrawlRecord:
+        return CrawlRecord(
+            crawl_id, CrawlStatus.RUNNING, self.settings, "shop.test", "", time.time(), dict(self.counters)
+        )
+
+    async def get_with_switch(self, crawl_id: str) -> tuple[CrawlRecord, bool]:
+        return self._record(crawl_id), False
+
+    async def get(self, crawl_id: str) -> CrawlRecord:
+        return self._record(crawl_id)
+
+    async def reserve_pages(self, crawl_id: str, wanted: int, max_pages: int) -> int:
+        self.reserve_calls += 1
+        granted = max(0, min(wanted, max_pages - self.counters["n_reserved"]))
+        self.counters["n_reserved"] += granted
+        return granted
+
+    async def add_counters(self, crawl_id: str, deltas: dict[str, int], *, once: Any = None) -> bool:
+        for name in ("n_fetched", "n_reserved"):
+            self.counters[name] += deltas.get(name, 0)
+        return True
+
+
+def _budget_batch(
+    crawls: _BudgetCrawls, paths: Sequence[str], budget_waits: int = 0
+) -> tuple[_Log, list[Outgoing], Counter[str]]:
+    log, sent = _Log(), []
+
+    async def main() -> Counter[str]:
+        worker = PageWorker(_granting(log, sent, crawls=crawls))
+        bodies = []
+        for i, path in enumerate(paths):
+            url = SITE + path
+            msg = FrontierMessage("c1", url, url_key_hex(url), 1, budget_waits=budget_waits)
+            bodies.append((f"m{i}", msg.to_json()))
+        batch = worker.batch(bodies, None)
+        await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies))
+        return batch.outcomes
+
+    outcomes = asyncio.run(main())
+    return log, sent, outcomes
+
+
+def test_a_page_budget_is_never_passed_and_urls_over_it_wait_for_the_fetches_in_flight() -> None:
+    """Six records granted slots, three pages of budget left: three fetch (one block for the batch),
+    three come back shortly (the budget's fetches are not counted yet: a unit could still come back)."""
+    crawls = _BudgetCrawls(max_pages=5, fetched=2, reserved=2)
+    log, sent, outcomes = _budget_batch(crawls, [f"/p{i}" for i in range(6)])
+    fetched = [urls[0] for kind, urls in log.events if kind == "fetch"]
+    assert len(fetched) == 3 and outcomes["fetched"] == 3 and outcomes["budget_in_flight"] == 3
+    assert crawls.reserve_calls == 2  # the batch's block (three granted of six), then one that finds none left
+    assert sorted(o.message.url.removeprefix(SITE) for o in sent) == sorted(
+        {f"/p{i}" for i in range(6)} - set(fetched)
+    )
+    assert all(o.message.budget_waits == 1 for o in sent)
+    assert crawls.counters == {"n_fetched": 5, "n_reserved": 5}
+
+
+def test_over_a_spent_budget_urls_are_finished_and_unused_units_go_back() -> None:
+    spent = _BudgetCrawls(max_pages=5, fetched=5, reserved=5)
+    log, sent, outcomes = _budget_batch(spent, ["/a", "/b"])
+    assert outcomes == Counter({"not_crawled_budget": 2}) and sent == []
+    assert ("finish", ["/a", "/b"]) in log.events
+
+    # A batch reserves a unit for each of its records; one record is a duplicate copy and never asks: the
+    # unit it was reserved is given back with the batch's counters.
+    crawls = _BudgetCrawls(max_pages=10)
+    log, _, outcomes = _budget_batch(crawls, ["/a", "/a", "/b"])
+    assert outcomes == Counter({"fetched": 2, "duplicate": 1})
+    assert crawls.counters == {"n_fetched": 2, "n_reserved": 2}
+
+
+def test_a_url_waiting_on_units_longer_than_a_fetch_lease_is_finished_not_re_sent_for_ever() -> None:
+    """Units outlive their fetch only when a worker died holding them: the wait is bounded, then reported."""
+    stuck = _BudgetCrawls(max_pages=5, fetched=3, reserved=5)
+    lease = SETTINGS.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S
+    _, sent, outcomes = _budget_batch(stuck, ["/a"], budget_waits=int(lease / BUDGET_RECHECK_S) + 1)
+    assert outcomes == Counter({"not_crawled_budget": 1}) and sent == []
+    _, sent, outcomes = _budget_batch(stuck, ["/a"], budget_waits=1)
+    assert outcomes == Counter({"budget_in_flight": 1}) and sent[0].message.budget_waits == 2
