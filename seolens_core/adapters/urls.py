@@ -73,6 +73,8 @@ class PendingUrl:
     host: str
     outcome: str | None = None
     """None while queued; `not_crawled` or `not_crawled_budget` for a URL finished unfetched (crawl stopped)."""
+    leased_until: float | None = None
+    """While a delivery holds the URL's fetch lease (`claim_fetch`): when the lease ends."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -532,7 +534,7 @@ class UrlStore:
             "TableName": self._table,
             "KeyConditionExpression": condition,
             "FilterExpression": wanted,
-            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl",
+            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until",
             "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
             "ExpressionAttributeValues": values,
         }
@@ -546,6 +548,9 @@ class UrlStore:
                         depth=int(item.get("depth", {}).get("N", "0")),
                         host=item.get("host", {}).get("S", ""),
                         outcome=None if "pending_crawl" in item else item.get("outcome", {}).get("S"),
+                        leased_until=float(item["lease_until"]["N"])
+                        if item.get("url_state", {}).get("S") == FETCHING and "lease_until" in item
+                        else None,
                     )
                 )
             last = resp.get("LastEvaluatedKey")

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from seolens_core.adapters.crawls import CrawlStatus, CrawlStore
+from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.urls import JOURNAL_MARK, Journal, PendingUrl, UrlStore
 from seolens_core.crawl._robots_gate import RobotsGate
 from seolens_core.crawl._worker import part_time
@@ -112,6 +112,8 @@ class ProgressChecker:
             "checked_at": now,
         }
         if record.status is CrawlStatus.CANCELLED:
+            if await self._settling(crawl_id, record, now):
+                return {**out, "state": "RUNNING", "settling": True, "wait_seconds": settings.progress_poll_s}
             return {**out, "state": "CANCELLED"}
         if record.status is CrawlStatus.PAUSED:
             return {**out, "state": "PAUSED"}
@@ -119,9 +121,12 @@ class ProgressChecker:
         over_pages = settings.max_pages is not None and fetched >= settings.max_pages
         over_time = budget_left is not None and budget_left <= 0
         if over_pages or over_time:
-            await s.crawls.set_status(
-                crawl_id, CrawlStatus.FINISHING, allowed_from=(CrawlStatus.RUNNING, CrawlStatus.QUEUED)
-            )
+            if record.status is not CrawlStatus.FINISHING:
+                await s.crawls.set_status(
+                    crawl_id, CrawlStatus.FINISHING, allowed_from=(CrawlStatus.RUNNING, CrawlStatus.QUEUED)
+                )
+            if await self._settling(crawl_id, record, now):
+                return {**out, "state": "RUNNING", "settling": True, "wait_seconds": settings.progress_poll_s}
             return {**out, "state": "BUDGET_REACHED", "budget": "pages" if over_pages else "time"}
         if record.queued > 0 and _fetched_since(previous, fetched):
             # Running by the counters, and pages were fetched since the last check: no need to read the
@@ -154,6 +159,19 @@ class ProgressChecker:
             drain = expected_drain_s(len(pending), fetched, now, previous)
             out["wait_seconds"] = progress_wait_s(settings.progress_poll_s, elapsed, budget_left, drain)
         return {**out, "state": "RUNNING", "pending_sample": len(pending), "more_pending": more}
+
+    async def _settling(self, crawl_id: str, record: CrawlRecord, now: float) -> bool:
+        """A stopping crawl's fetches still in flight (a live fetch lease) or batches still publishing (an open
+        journal): its report waits for them, so that no page a worker fetched is missing from it (the inlink
+        map reads the result parts once, in key order). Leases end, and journals are published or closed by
+        `_publish_orphans`, so this ends. Past `PENDING_FULL_SCAN` pending URLs only those read are checked."""
+        pending, _ = await self.s.urls.pending(
+            crawl_id, limit=PENDING_FULL_SCAN, urls_hint=record.counters.get("n_discovered", 0)
+        )
+        if any(p.key.startswith(JOURNAL_MARK) for p in pending):
+            await self._publish_orphans(crawl_id, [p for p in pending if p.key.startswith(JOURNAL_MARK)], now)
+            return True
+        return any(p.leased_until is not None and p.leased_until > now for p in pending)
 
     async def _publish_orphans(self, crawl_id: str, pending: list[PendingUrl], now: float) -> bool:
         """When only batch journals are pending and all are older than ORPHAN_JOURNAL_S, publish them (True)."""

@@ -25,6 +25,7 @@ h3{font-size:13px;margin:0 0 6px;color:var(--muted);font-weight:600}
 .kpi .k{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
 .st-COMPLETED .v{color:#1a7f37}.st-FAILED .v{color:#c0392b}.st-CANCELLED .v{color:#b26a00}
 .error{color:#c0392b;white-space:pre-wrap;word-break:break-word}
+.notice{color:#8a5a00;background:#fff7e0;border:1px solid #f0d48a;border-radius:6px;padding:.5em .8em}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:16px 28px}
 .chart-box{min-width:0}
 svg.chart{width:100%;height:auto;display:block}

@@ -175,12 +175,23 @@ def _overview(report: Mapping[str, Any], summary: Mapping[str, Any], findings: l
         _kpi("fetched", summary.get("fetched")),
         _kpi("links", summary.get("links")),
         _kpi("pending", summary.get("pending")),
+        _kpi("not crawled", summary.get("not_crawled")),
         _kpi("sitemap urls", summary.get("sitemap_urls")),
         _kpi("dead letters", summary.get("dead_letters")),
         _kpi("findings", _int((report.get("aggregates") or {}).get("findings_total"), len(findings))),
     ]
     error = report.get("error")
     err = f'<p class="error">Error: {escape(str(error))}</p>' if error else ""
+    stopped = summary.get("stopped")
+    if stopped:
+        unassessed = ["orphan pages"] + (
+            [] if summary.get("not_in_sitemap_assessed", True) else ["pages missing from the sitemaps"]
+        )
+        err += (
+            f'<p class="notice" data-stopped="{escape(str(stopped))}">The crawl ended early ({escape(str(stopped))}):'
+            f" {escape(_num(summary.get('not_crawled')))} URLs were not crawled; {' and '.join(unassessed)}"
+            " were not assessed.</p>"
+        )
     return f'<section id="overview"><h2>Overview</h2><div class="kpis">{"".join(kpis)}</div>{err}</section>'
 
 

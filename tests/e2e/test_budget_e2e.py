@@ -18,9 +18,11 @@ from infra.fixture_site import (
     text,
     xml,
 )
+from infra.local.iam_audit import IamAudit
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.crawl._seed import CLAIM_CHUNK, SEED_AHEAD
 from seolens_core.settings import CrawlSettings
+from tests.e2e.conftest import translated_template
 
 LISTED = 3_000
 BUDGET = 12
@@ -68,8 +70,13 @@ def test_a_page_budget_seeds_what_it_can_use_and_reports_the_rest_unjudged(
                 "politeness": {"aimd": False, "initial_delay_ms": 0, "initial_concurrency": 8},
             }
         )
-        run = run_crawl(local_cloud, settings, workers=4, out_dir=tmp_path)
+        assert local_cloud.stack is not None
+        audit = IamAudit(local_cloud.stack)
+        with audit.recording():
+            run = run_crawl(local_cloud, settings, workers=4, out_dir=tmp_path)
         assert run.execution.status == "SUCCEEDED", run.execution.cause
+        # The budget's calls (reservations, the held rows read back, unpublished journals) are all granted.
+        assert audit.violations(translated_template()) == []
         report = json.loads((tmp_path / "report.json").read_text())
         summary, counters = report["summary"], report["counters"]
 

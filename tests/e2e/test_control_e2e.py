@@ -123,9 +123,16 @@ def test_cancel_stops_fetching(local_cloud: LocalCloud, tmp_path: Path) -> None:
     assert after < 41
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["status"] == "CANCELLED"
-    by_outcome = report["summary"]["by_outcome"]
-    # Every URL is accounted for: fetched, or still pending/not crawled, never silently gone.
-    assert by_outcome.get("fetched", 0) + by_outcome.get("pending", 0) == report["summary"]["urls"]
+    summary = report["summary"]
+    by_outcome = summary["by_outcome"]
+    # Every URL is accounted for: fetched, or not crawled (the crawl ended first), never silently gone.
+    assert by_outcome.get("fetched", 0) + by_outcome.get("not_crawled", 0) == summary["urls"] == 41
+    assert (summary["stopped"], summary["not_crawled"], summary["pending"]) == (
+        "cancelled",
+        41 - by_outcome["fetched"],
+        0,
+    )
+    assert report["findings_by_code"]["ALERT_CRAWL_STOPPED"] == 1
 
 
 def test_operator_switch_pauses_every_crawl(local_cloud: LocalCloud, tmp_path: Path) -> None:

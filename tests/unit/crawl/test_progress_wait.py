@@ -18,6 +18,7 @@ from seolens_core.crawl._progress import (
     journal_age_s,
     progress_wait_s,
 )
+from seolens_core.crawl._worker import part_id
 from seolens_core.settings import CrawlSettings
 
 
@@ -320,3 +321,59 @@ def test_young_journals_or_pending_urls_leave_journals_to_their_batches(
 def test_a_journal_age_comes_from_its_part_id() -> None:
     assert journal_age_s(JOURNAL_MARK + "1796223886529-f15e43343eb3", 1796223896.529) == pytest.approx(10.0)
     assert journal_age_s(JOURNAL_MARK + "not-a-time", 0.0) is None
+
+
+class _Listed:
+    """The URLs table of a stopping crawl: `pending` answers what is listed, `status` is the crawl's."""
+
+    def __init__(self, items: list[PendingUrl]) -> None:
+        self.items = items
+
+    async def pending(
+        self, crawl_id: str, limit: int = 1000, urls_hint: int = 0, not_crawled: bool = False
+    ) -> tuple[list[PendingUrl], bool]:
+        return list(self.items), False
+
+    async def unpublished(self, parts: Any) -> list[Journal]:
+        return []
+
+
+class _Stopping(_Crawl):
+    def __init__(self, status: CrawlStatus, settings: CrawlSettings) -> None:
+        super().__init__(settings, started=1_000.0)
+        self.record = CrawlRecord("c1", status, settings, "shop.example", "", 1_000.0, {"n_fetched": 20})
+        self.statuses: list[CrawlStatus] = []
+
+    async def set_status(self, crawl_id: str, status: CrawlStatus, **_: Any) -> None:
+        self.statuses.append(status)
+        self.record = CrawlRecord(
+            "c1", status, self.record.settings, "shop.example", "", 1_000.0, self.record.counters
+        )
+
+
+@pytest.mark.parametrize("status", [CrawlStatus.CANCELLED, CrawlStatus.RUNNING])
+def test_a_stopping_crawl_is_reported_only_once_its_fetches_in_flight_are_done(status: CrawlStatus) -> None:
+    """A cancel, or the page budget (20 of 20 fetched): while a fetch holds a live lease or a batch's journal
+    is open, the check answers RUNNING (its report would miss those pages); then CANCELLED / BUDGET_REACHED."""
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=2, max_pages=20)
+    crawl = _Stopping(status, settings)
+    queued = PendingUrl("http://shop.example/q", "k1", 1, "http://shop.example")
+    leased = PendingUrl("http://shop.example/l", "k2", 1, "http://shop.example", leased_until=1_460.0)
+    journal = PendingUrl("", JOURNAL_MARK + part_id(1_455.0), 0, "")
+    urls = _Listed([queued, leased, journal])
+    services = ProgressServices(
+        crawls=cast(Any, crawl),
+        urls=cast(Any, urls),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: 1_456.0,
+    )
+    final = "CANCELLED" if status is CrawlStatus.CANCELLED else "BUDGET_REACHED"
+    for listed in ([queued, leased, journal], [queued, leased], [queued]):
+        urls.items = listed
+        out = asyncio.run(ProgressChecker(services).check("c1"))
+        settled = listed == [queued]
+        assert (out["state"], out.get("settling")) == ((final, None) if settled else ("RUNNING", True))
+        if not settled:
+            assert out["wait_seconds"] == 2
+    # The budget's FINISHING is set once, whatever the number of checks while its crawl settles.
+    assert crawl.statuses == ([] if status is CrawlStatus.CANCELLED else [CrawlStatus.FINISHING])

@@ -204,6 +204,20 @@ def test_overview_figures() -> None:
         assert re.search(rf'data-kpi="{key}"><div class="v">{re.escape(value)}</div>', html), key
 
 
+def test_an_early_end_says_what_was_not_crawled_or_assessed() -> None:
+    html, _ = _render()
+    assert "data-stopped" not in html  # a drained crawl has no notice
+    summary = {**_report()["summary"], "stopped": "page budget", "not_crawled": 1234}
+    html, _ = _render(_report(summary={**summary, "not_in_sitemap_assessed": False}))
+    assert re.search(r'data-kpi="not crawled"><div class="v">1,234</div>', html)
+    notice = re.search(r'<p class="notice" data-stopped="page budget">(.*?)</p>', html)
+    assert notice is not None
+    assert notice.group(1) == (
+        "The crawl ended early (page budget): 1,234 URLs were not crawled; orphan pages and pages missing from"
+        " the sitemaps were not assessed."
+    )
+
+
 def test_host_timelines_draw_one_series_per_metric() -> None:
     samples = [
         {"t": 1000.0 + i, "delay_ms": 250 + 50 * i, "concurrency": 2 + i % 3, "error_rate": 0.0}
