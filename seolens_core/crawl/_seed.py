@@ -35,8 +35,10 @@ CLAIM_CHUNK = 500
 SEED_TRIES = 5
 """Seed rounds a sitemap that cannot be fetched yet (host paced, robots.txt retried) is tried in."""
 SEED_AHEAD = 500
-"""With a page budget, sitemap URLs queued beyond the pages the budget has left: enough that the fetchers never
-wait for the seeding, few enough that a 30-page audit of a 20,000-URL site does not claim and queue them all."""
+"""With a page budget, sitemap URLs queued beyond the pages the budget has left (as many as it has left when
+that is fewer, at least `SEED_AHEAD_MIN`): enough that the fetchers never wait for the seeding, few enough
+that a 30-page audit of a 20,000-URL site does not claim and queue them all."""
+SEED_AHEAD_MIN = 50
 HOLD_STALL_ROUNDS = 3
 """Hold rounds without a page fetched after which a chunk is claimed anyway: the queued count is the crawl's
 counters, a hint that a crashed flush can leave high, and a held crawl must never wait on it for ever."""
@@ -63,7 +65,8 @@ def seed_gate(record: CrawlRecord, now: float, stalled_rounds: int = 0) -> SeedG
         return SeedGate(stopped="time budget")
     if settings.max_pages is None or stalled_rounds >= HOLD_STALL_ROUNDS:
         return SeedGate()
-    return SeedGate(hold=record.queued >= settings.max_pages - fetched + SEED_AHEAD)
+    left = settings.max_pages - fetched
+    return SeedGate(hold=record.queued >= left + min(SEED_AHEAD, max(SEED_AHEAD_MIN, left)))
 
 
 @dataclass

@@ -42,7 +42,12 @@ BFS_HOLD_BUDGET_S = 60.0
 FETCH_LEASE_MARGIN_S = 60.0
 CLAIM_WINDOW_S = 0.003
 BUDGET_RECHECK_S = 2.0
-"""A URL that found the page budget all reserved by fetches in flight comes back after this long."""
+"""A URL that found the page budget all reserved by fetches in flight comes back after this long, doubling
+(at most `BUDGET_RECHECK_MAX_S`) each time it finds it so again."""
+BUDGET_RECHECK_MAX_S = 15.0
+BUDGET_BLOCK_SHARE = 16
+"""A batch reserves at most this share of the pages its crawl's budget has left: one write a batch far from
+the budget, one a page near it, and never most of what is left idle in one batch waiting for its slots."""
 UNIT_GRANTED, UNIT_SPENT, UNIT_IN_FLIGHT = "granted", "spent", "in_flight"
 MAX_IN_FLIGHT = 10
 FLUSH_RESERVE_S = 5.0
@@ -434,17 +439,19 @@ class BatchRun:
         self.outcomes[outcome] += 1
         return outcome
 
-    async def _take_unit(self, crawl_id: str, max_pages: int) -> str:
+    async def _take_unit(self, crawl_id: str, max_pages: int, taken: int) -> str:
         """A unit of the crawl's page budget for one record (`UNIT_GRANTED`), from the block this batch
         reserved: the first record to ask reserves one for each of the batch's records of that crawl still to
-        ask (one write a batch; `_flush` gives the unused back). None left: `UNIT_SPENT` once the budget's
+        ask, at most `BUDGET_BLOCK_SHARE` of what is left (`taken`: the budget's pages taken, as last read;
+        `_flush` gives the unused back). None left: `UNIT_SPENT` once the budget's
         pages are all fetched, else `UNIT_IN_FLIGHT` (other records hold units they may give back)."""
         async with self._units_lock:
             if not self._units.get(crawl_id):
                 if crawl_id in self._budget_answer:
                     return self._budget_answer[crawl_id]
                 in_batch = sum(1 for m in self._messages.values() if m.crawl_id == crawl_id)
-                wanted = max(1, in_batch - self._units_taken[crawl_id])
+                share = (max_pages - taken) // BUDGET_BLOCK_SHARE
+                wanted = max(1, min(in_batch - self._units_taken[crawl_id], share))
                 got = await self._w.s.crawls.reserve_pages(crawl_id, wanted, max_pages)
                 if got <= 0:
                     record = await self._w.s.crawls.get(crawl_id)
@@ -458,14 +465,14 @@ class BatchRun:
 
     async def _budget_wait(self, msg: FrontierMessage, c: Contribution, host: str) -> str:
         """The crawl's page budget is all reserved by fetches in flight, which may give units back: come back
-        in `BUDGET_RECHECK_S`. Units outlive a fetch only if their worker died with them, so after longer than
+        in `budget_recheck_s`. Units outlive a fetch only if their worker died with them, so after longer than
         a fetch's lease the URL is finished as over budget (reported), never re-sent for ever."""
         settings = (await self._w.crawl_context(msg.crawl_id)).record.settings
-        if msg.budget_waits * BUDGET_RECHECK_S > settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S:
+        waited = sum(budget_recheck_s(n) for n in range(msg.budget_waits))
+        if waited > settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S:
             return _over_budget(msg, c, host)
-        await self._defer(
-            replace(msg, budget_waits=msg.budget_waits + 1), self._w.s.clock() + BUDGET_RECHECK_S, c
-        )
+        until = self._w.s.clock() + budget_recheck_s(msg.budget_waits)
+        await self._defer(replace(msg, budget_waits=msg.budget_waits + 1), until, c)
         return "budget_in_flight"
 
     async def _flush(self, contributions: list[Contribution]) -> None:
@@ -582,7 +589,7 @@ class BatchRun:
             nonlocal claim, unit
             if budgeted:
                 assert settings.max_pages is not None
-                unit = await self._take_unit(msg.crawl_id, settings.max_pages)
+                unit = await self._take_unit(msg.crawl_id, settings.max_pages, ctx.record.pages_taken)
                 if unit != UNIT_GRANTED:
                     return False
             self._claiming += 1
@@ -685,6 +692,11 @@ class BatchRun:
         if result.error is not None or (result.status or 0) >= 400:
             c.count("n_errors")
         return outcome
+
+
+def budget_recheck_s(waits: int) -> float:
+    """How long a URL waits for its crawl's page budget the `waits`-th time (2 s, doubling, at most 15 s)."""
+    return float(min(BUDGET_RECHECK_S * 2**waits, BUDGET_RECHECK_MAX_S))
 
 
 def _over_budget(msg: FrontierMessage, c: Contribution, host: str) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
-from seolens_core.crawl._seed import HOLD_STALL_ROUNDS, SEED_AHEAD, SeedGate, seed_gate
+from seolens_core.crawl._seed import HOLD_STALL_ROUNDS, SEED_AHEAD, SEED_AHEAD_MIN, SeedGate, seed_gate
 from seolens_core.settings import CrawlSettings
 
 START = 1_000.0
@@ -24,11 +26,18 @@ def record(
 
 
 def test_claims_while_the_queue_has_fewer_than_the_budget_left_plus_the_lead() -> None:
-    assert seed_gate(record(n_fetched=10, qs=20 + SEED_AHEAD - 1), START + 1) == SeedGate()
+    assert seed_gate(record(n_fetched=10, qs=20 + SEED_AHEAD_MIN - 1), START + 1) == SeedGate()
 
 
 def test_holds_once_the_queue_can_fill_the_budget_and_the_lead() -> None:
-    assert seed_gate(record(n_fetched=10, qs=SEED_AHEAD, q1=20), START + 1) == SeedGate(hold=True)
+    assert seed_gate(record(n_fetched=10, qs=SEED_AHEAD_MIN, q1=20), START + 1) == SeedGate(hold=True)
+
+
+@pytest.mark.parametrize(("left", "lead"), [(20, SEED_AHEAD_MIN), (300, 300), (5_000, SEED_AHEAD)])
+def test_the_lead_is_what_the_budget_has_left_between_its_bounds(left: int, lead: int) -> None:
+    crawl = record(max_pages=10_000, n_fetched=10_000 - left)
+    assert not seed_gate(replace(crawl, counters={**crawl.counters, "qs": left + lead - 1}), START + 1).hold
+    assert seed_gate(replace(crawl, counters={**crawl.counters, "qs": left + lead}), START + 1).hold
 
 
 def test_claims_anyway_after_rounds_without_a_fetch() -> None:

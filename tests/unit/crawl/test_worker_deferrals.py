@@ -544,13 +544,13 @@ def _budget_batch(
 
 
 def test_a_page_budget_is_never_passed_and_urls_over_it_wait_for_the_fetches_in_flight() -> None:
-    """Six records granted slots, three pages of budget left: three fetch (one block for the batch),
-    three come back shortly (the budget's fetches are not counted yet: a unit could still come back)."""
+    """Six records granted slots, three pages of budget left: three fetch, three come back shortly (the budget's fetches are not counted yet: a unit could still come back)."""
     crawls = _BudgetCrawls(max_pages=5, fetched=2, reserved=2)
     log, sent, outcomes = _budget_batch(crawls, [f"/p{i}" for i in range(6)])
     fetched = [urls[0] for kind, urls in log.events if kind == "fetch"]
     assert len(fetched) == 3 and outcomes["fetched"] == 3 and outcomes["budget_in_flight"] == 3
-    assert crawls.reserve_calls == 2  # the batch's block (three granted of six), then one that finds none left
+    # Near its end, a unit a page (three calls), then one call that finds none left.
+    assert crawls.reserve_calls == 4
     assert sorted(o.message.url.removeprefix(SITE) for o in sent) == sorted(
         {f"/p{i}" for i in range(6)} - set(fetched)
     )
@@ -564,11 +564,11 @@ def test_over_a_spent_budget_urls_are_finished_and_unused_units_go_back() -> Non
     assert outcomes == Counter({"not_crawled_budget": 2}) and sent == []
     assert ("finish", ["/a", "/b"]) in log.events
 
-    # A batch reserves a unit for each of its records; one record is a duplicate copy and never asks: the
-    # unit it was reserved is given back with the batch's counters.
-    crawls = _BudgetCrawls(max_pages=10)
+    # Far from its end, a batch reserves a unit for each of its records at once; one record is a duplicate
+    # copy and never asks: the unit it was reserved is given back with the batch's counters.
+    crawls = _BudgetCrawls(max_pages=1_000)
     log, _, outcomes = _budget_batch(crawls, ["/a", "/a", "/b"])
-    assert outcomes == Counter({"fetched": 2, "duplicate": 1})
+    assert outcomes == Counter({"fetched": 2, "duplicate": 1}) and crawls.reserve_calls == 1
     assert crawls.counters == {"n_fetched": 2, "n_reserved": 2}
 
 
