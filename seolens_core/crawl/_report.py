@@ -48,7 +48,7 @@ from typing import Any
 
 from seolens_core.adapters._gather import read_ahead
 from seolens_core.adapters._json import dump_lines, dumps, lines_where, load_lines, loads
-from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
+from seolens_core.adapters.crawls import PAGES_RESERVED, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore, StreamingUpload
 from seolens_core.adapters.urls import JOURNAL_MARK, UrlStore
@@ -922,9 +922,11 @@ def _urls_finished(record: CrawlRecord) -> int:
     return sum(v for k, v in record.counters.items() if k.startswith("n_") and k not in _NOT_URL_COUNTERS)
 
 
-_NOT_URL_COUNTERS = frozenset({"n_discovered", "n_duplicates", "n_deferred", "n_retried", "n_bfs_held"})
-"""Counters of deliveries, not of URLs (a URL deferred three times is still one URL), and of discoveries: a
-discovered URL is counted again by its outcome."""
+_NOT_URL_COUNTERS = frozenset(
+    {"n_discovered", "n_duplicates", "n_deferred", "n_retried", "n_bfs_held", PAGES_RESERVED}
+)
+"""Counters of deliveries, not of URLs (a URL deferred three times is still one URL), of discoveries (a
+discovered URL is counted again by its outcome), and of page-budget units (each fetched page holds one)."""
 
 
 def _start_urls(record: CrawlRecord) -> list[str]:

@@ -46,10 +46,12 @@ counters, a hint that a crashed flush can leave high, and a held crawl must neve
 
 @dataclass(frozen=True, slots=True)
 class SeedGate:
-    """What the seeding may do next: claim, hold the rest back for now, or stop (`stopped` says why)."""
+    """What the seeding may do next: claim (at most `room` URLs, None: no limit), hold the rest back for now,
+    or stop (`stopped` says why)."""
 
     hold: bool = False
     stopped: str | None = None
+    room: int | None = None
 
 
 def seed_gate(record: CrawlRecord, now: float, stalled_rounds: int = 0) -> SeedGate:
@@ -66,7 +68,8 @@ def seed_gate(record: CrawlRecord, now: float, stalled_rounds: int = 0) -> SeedG
     if settings.max_pages is None or stalled_rounds >= HOLD_STALL_ROUNDS:
         return SeedGate()
     left = settings.max_pages - fetched
-    return SeedGate(hold=record.queued >= left + min(SEED_AHEAD, max(SEED_AHEAD_MIN, left)))
+    room = left + min(SEED_AHEAD, max(SEED_AHEAD_MIN, left)) - record.queued
+    return SeedGate(hold=True) if room <= 0 else SeedGate(room=room)
 
 
 @dataclass
@@ -194,8 +197,9 @@ class Seeder:
                 elapsed = s.clock() - record.started_epoch
                 return progress_wait_s(record.settings.progress_poll_s, elapsed)
             start = held["offset"]
-            await self._enqueue(pages[start : start + CLAIM_CHUNK], hosts[start : start + CLAIM_CHUNK])
-            held.update(offset=start + CLAIM_CHUNK, fetched=fetched, stalled=0)
+            end = start + min(CLAIM_CHUNK, gate.room or CLAIM_CHUNK)
+            await self._enqueue(pages[start:end], hosts[start:end])
+            held.update(offset=end, fetched=fetched, stalled=0)
         del cursor["held"]
         return 0
 

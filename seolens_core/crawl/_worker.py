@@ -410,7 +410,12 @@ class BatchRun:
         if not parsed:
             return
         urls = self._w.s.urls
-        self._states, parts = await urls.states_and_journals(parsed)
+        budgeted = {m.crawl_id for m in parsed if not m.check_only}
+        reserving = asyncio.gather(*(self._reserve_ahead(c) for c in budgeted))
+        try:
+            self._states, parts = await urls.states_and_journals(parsed)
+        finally:
+            await reserving
         done_parts = {(c, p) for (c, k), p in parts.items() if self._states.get((c, k)) == DONE}
         if done_parts:  # only on redelivery: were those flushes completed?
             self._open = {(j.crawl_id, j.part): j for j in await urls.unpublished(done_parts)}
@@ -438,6 +443,25 @@ class BatchRun:
         await commit.submit(contribution)
         self.outcomes[outcome] += 1
         return outcome
+
+    async def _reserve_ahead(self, crawl_id: str) -> None:
+        """With the batch's state check, a block of page-budget units for its records of a crawl with a
+        budget far enough off (`BUDGET_BLOCK_SHARE`): they then take one without a write on their fetch's path.
+        Near the budget, and on any trouble, the records ask for themselves (`_take_unit`)."""
+        try:
+            record = (await self._w.crawl_context(crawl_id)).record
+        except CrawlNotFound:
+            return
+        max_pages = record.settings.max_pages
+        if max_pages is None or not record.status.accepts_fetches:
+            return
+        records = sum(1 for m in self._messages.values() if m.crawl_id == crawl_id and not m.check_only)
+        wanted = min(records, (max_pages - record.pages_taken) // BUDGET_BLOCK_SHARE)
+        if wanted <= 0:
+            return
+        async with self._units_lock:
+            got = await self._w.s.crawls.reserve_pages(crawl_id, wanted, max_pages)
+            self._units[crawl_id] = self._units.get(crawl_id, 0) + got
 
     async def _take_unit(self, crawl_id: str, max_pages: int, taken: int) -> str:
         """A unit of the crawl's page budget for one record (`UNIT_GRANTED`), from the block this batch

@@ -34,7 +34,9 @@ def test_settings_are_stored_compressed_and_read_back_either_way() -> None:
     assert asyncio.run(store.get("c" * 16)).settings == settings
     counters = {f"n_{name}": {"N": "123456"} for name in ("fetched", "discovered", "deferred", "retried")}
     counters |= {f"q{d}": {"N": "-1234"} for d in range(11)} | {"qs": {"N": "0"}}
-    counters |= {f"n_{n}": {"N": "9999"} for n in ("duplicates", "disallowed", "not_crawled", "checked")}
+    counters |= {
+        f"n_{n}": {"N": "9999"} for n in ("duplicates", "disallowed", "not_crawled", "checked", "reserved")
+    }
     assert write_units({**item, **counters, "status": {"S": "FINISHING"}}) == 1
 
     table.items["old"] = {**item, "crawl_id": {"S": "old"}, "settings": {"S": settings.to_storage()}}

@@ -35,9 +35,16 @@ def test_the_configured_minimum_is_kept() -> None:
 
 
 def test_the_size_is_the_urls_finished_once_each() -> None:
-    """A 20,000-page crawl's counters: discovered URLs are counted again by their outcome, deliveries are not
-    URLs."""
-    counters = {"n_discovered": 20_001, "n_fetched": 20_000, "n_disallowed": 1, "n_deferred": 7, "q0": 0}
+    """A 20,000-page crawl's counters: discovered URLs are counted again by their outcome, deliveries and
+    page-budget units are not URLs (counted, the units doubled its shards and the report's S3 calls)."""
+    counters = {
+        "n_discovered": 20_001,
+        "n_fetched": 20_000,
+        "n_disallowed": 1,
+        "n_deferred": 7,
+        "n_reserved": 20_000,
+        "q0": 0,
+    }
     record = SimpleNamespace(counters=counters)
     assert _urls_finished(record) == 20_001  # type: ignore[arg-type]
     assert inlink_shards(1, _urls_finished(record)) == 8  # type: ignore[arg-type]

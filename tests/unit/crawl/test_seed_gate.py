@@ -26,7 +26,9 @@ def record(
 
 
 def test_claims_while_the_queue_has_fewer_than_the_budget_left_plus_the_lead() -> None:
-    assert seed_gate(record(n_fetched=10, qs=20 + SEED_AHEAD_MIN - 1), START + 1) == SeedGate()
+    # 20 pages left, a lead of 50 (the least): room for one more URL, then it holds.
+    assert seed_gate(record(n_fetched=10, qs=20 + SEED_AHEAD_MIN - 1), START + 1) == SeedGate(room=1)
+    assert seed_gate(record(n_fetched=10, qs=5), START + 1) == SeedGate(room=20 + SEED_AHEAD_MIN - 5)
 
 
 def test_holds_once_the_queue_can_fill_the_budget_and_the_lead() -> None:
@@ -68,4 +70,4 @@ def test_stops_when_nothing_it_claims_would_be_fetched(crawl: CrawlRecord, now: 
 
 def test_a_paused_crawl_still_claims() -> None:
     """Pause stops fetching, not discovery: its URLs wait queued for the resume."""
-    assert seed_gate(record(status=CrawlStatus.PAUSED, n_fetched=0), START + 1) == SeedGate()
+    assert seed_gate(record(status=CrawlStatus.PAUSED, n_fetched=0), START + 1) == SeedGate(room=30 + 50)

@@ -14,7 +14,7 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.adapters.urls import Claimed
 from seolens_core.crawl._findings import ALERT_SITEMAP_NOT_READ
 from seolens_core.crawl._ports import RobotsAnswer
-from seolens_core.crawl._seed import CLAIM_CHUNK, SEED_TRIES, Seeder, SeedServices
+from seolens_core.crawl._seed import SEED_TRIES, Seeder, SeedServices
 from seolens_core.settings import CrawlSettings
 
 SETTINGS = CrawlSettings(start_urls=("http://shop.example/",))
@@ -132,21 +132,21 @@ def test_a_page_budget_holds_listed_urls_back_in_s3_and_stops_claiming_once_it_i
         "read": 1,
         "held": {"key": "rows-1", "offset": 0},
     }
-    # A chunk of 500 while the queue has fewer than the 100 pages left plus as many again: one, then it holds.
+    # Claims until the queue holds the 100 pages left plus as many again (the lead), then it holds.
     answer = asyncio.run(Seeder(services).seed("c1", cursor))
-    assert len(urls.claimed) == CLAIM_CHUNK == len(set(urls.claimed)) == crawl.counters["qs"]
+    assert len(urls.claimed) == 200 == len(set(urls.claimed)) == crawl.counters["qs"]
     assert (answer["seed_done"], answer["wait_seconds"]) == (False, 2)
-    assert answer["cursor"]["held"]["offset"] == CLAIM_CHUNK
+    assert answer["cursor"]["held"]["offset"] == 200
     assert len(json.dumps(answer["cursor"])) < 1_000  # Step Functions state: a key and an offset, no rows
 
     # Fetched pages made room: the next chunk; then the budget is reached: nothing more is claimed, and the
     # unread declared sitemap is reported (not the guess).
-    crawl.counters.update(n_fetched=60, qs=50)
+    crawl.counters.update(n_fetched=60, qs=50)  # 40 left, a lead of 50: room for 40 more
     answer = asyncio.run(Seeder(services).seed("c1", answer["cursor"]))
-    assert len(urls.claimed) == 2 * CLAIM_CHUNK and answer["cursor"]["held"]["offset"] == 2 * CLAIM_CHUNK
+    assert len(urls.claimed) == 240 and answer["cursor"]["held"]["offset"] == 240
     crawl.counters["n_fetched"] = 100
     answer = asyncio.run(Seeder(services).seed("c1", answer["cursor"]))
-    assert len(urls.claimed) == 2 * CLAIM_CHUNK
+    assert len(urls.claimed) == 240
     assert (answer["seed_done"], answer["wait_seconds"], answer["cursor"]) == (True, 0, None)
     [(kind, findings)] = results.parts
     assert kind == "seed"
