@@ -137,6 +137,13 @@ def _epoch(value: Any) -> float:
     return float(value)
 
 
+MAX_COUNT = 1_000
+"""The most a message's counters (tries, holds, redrives, budget waits) are read as: each is a re-send, and
+the back-offs computed from them (sums over, and powers of, the count) must stay cheap on a hostile body."""
+
+
 def _count(value: Any) -> int:
-    """A small non-negative counter of the message; anything else reads as 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A small non-negative counter of the message (at most `MAX_COUNT`); anything else reads as 0."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return 0
+    return min(value, MAX_COUNT)
