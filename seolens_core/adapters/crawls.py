@@ -68,6 +68,20 @@ class CrawlRecord:
         depths = [int(k[1:]) for k, v in self.counters.items() if k[:1] == "q" and k[1:].isdigit() and v > 0]
         return min(depths) if depths else None
 
+    def budget_spent(self, now: float | None = None) -> str | None:
+        """ "page budget" once `max_pages` pages are fetched, "time budget" once `max_seconds` have passed
+        (given `now`), else None: past either, nothing more of the crawl is fetched."""
+        settings = self.settings
+        if settings.max_pages is not None and self.counters.get("n_fetched", 0) >= settings.max_pages:
+            return "page budget"
+        if (
+            now is not None
+            and settings.max_seconds is not None
+            and now - self.started_epoch >= settings.max_seconds
+        ):
+            return "time budget"
+        return None
+
     @property
     def pages_taken(self) -> int:
         """Pages of the budget fetched or reserved for a fetch in flight (`PAGES_RESERVED`)."""

@@ -118,16 +118,14 @@ class ProgressChecker:
         if record.status is CrawlStatus.PAUSED:
             return {**out, "state": "PAUSED"}
         fetched = record.counters.get("n_fetched", 0)
-        over_pages = settings.max_pages is not None and fetched >= settings.max_pages
-        over_time = budget_left is not None and budget_left <= 0
-        if over_pages or over_time:
+        if (spent := record.budget_spent(now)) is not None:
             if record.status is not CrawlStatus.FINISHING:
                 await s.crawls.set_status(
                     crawl_id, CrawlStatus.FINISHING, allowed_from=(CrawlStatus.RUNNING, CrawlStatus.QUEUED)
                 )
             if await self._settling(crawl_id, record, now):
                 return {**out, "state": "RUNNING", "settling": True, "wait_seconds": settings.progress_poll_s}
-            return {**out, "state": "BUDGET_REACHED", "budget": "pages" if over_pages else "time"}
+            return {**out, "state": "BUDGET_REACHED", "budget": "pages" if spent == "page budget" else "time"}
         if record.queued > 0 and _fetched_since(previous, fetched):
             # Running by the counters, and pages were fetched since the last check: no need to read the
             # URLs table. The counters can be off (a crashed flush), so it is read whenever they say nothing

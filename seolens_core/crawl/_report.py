@@ -752,10 +752,7 @@ def stop_reason(record: CrawlRecord, error: Any = None) -> str | None:
     if record.status is CrawlStatus.CANCELLED:
         return "cancelled"
     if record.status is CrawlStatus.FINISHING:
-        max_pages = record.settings.max_pages
-        if max_pages is not None and record.counters.get("n_fetched", 0) >= max_pages:
-            return "page budget"
-        return "time budget"
+        return record.budget_spent() or "time budget"
     return None
 
 

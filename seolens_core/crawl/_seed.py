@@ -60,14 +60,11 @@ def seed_gate(record: CrawlRecord, now: float, stalled_rounds: int = 0) -> SeedG
     settings = record.settings
     if record.status.terminal or record.status is CrawlStatus.FINISHING:
         return SeedGate(stopped=record.status.value.lower())
-    fetched = int(record.counters.get("n_fetched", 0))
-    if settings.max_pages is not None and fetched >= settings.max_pages:
-        return SeedGate(stopped="page budget")
-    if settings.max_seconds is not None and now - record.started_epoch >= settings.max_seconds:
-        return SeedGate(stopped="time budget")
+    if (spent := record.budget_spent(now)) is not None:
+        return SeedGate(stopped=spent)
     if settings.max_pages is None or stalled_rounds >= HOLD_STALL_ROUNDS:
         return SeedGate()
-    left = settings.max_pages - fetched
+    left = settings.max_pages - record.counters.get("n_fetched", 0)
     room = left + min(SEED_AHEAD, max(SEED_AHEAD_MIN, left)) - record.queued
     return SeedGate(hold=True) if room <= 0 else SeedGate(room=room)
 

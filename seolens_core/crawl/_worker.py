@@ -455,31 +455,32 @@ class BatchRun:
         max_pages = record.settings.max_pages
         if max_pages is None or not record.status.accepts_fetches:
             return
-        records = sum(1 for m in self._messages.values() if m.crawl_id == crawl_id and not m.check_only)
-        wanted = min(records, (max_pages - record.pages_taken) // BUDGET_BLOCK_SHARE)
+        wanted = self._block(crawl_id, max_pages, record.pages_taken)
         if wanted <= 0:
             return
         async with self._units_lock:
             got = await self._w.s.crawls.reserve_pages(crawl_id, wanted, max_pages)
             self._units[crawl_id] = self._units.get(crawl_id, 0) + got
 
+    def _block(self, crawl_id: str, max_pages: int, taken: int) -> int:
+        """Units to reserve at once: one for each of the batch's records of the crawl not handed one yet, at
+        most `BUDGET_BLOCK_SHARE` of what the budget has left (`taken`: its pages taken, as last read)."""
+        records = sum(1 for m in self._messages.values() if m.crawl_id == crawl_id and not m.check_only)
+        return min(records - self._units_taken[crawl_id], (max_pages - taken) // BUDGET_BLOCK_SHARE)
+
     async def _take_unit(self, crawl_id: str, max_pages: int, taken: int) -> str:
         """A unit of the crawl's page budget for one record (`UNIT_GRANTED`), from the block this batch
-        reserved: the first record to ask reserves one for each of the batch's records of that crawl still to
-        ask, at most `BUDGET_BLOCK_SHARE` of what is left (`taken`: the budget's pages taken, as last read;
-        `_flush` gives the unused back). None left: `UNIT_SPENT` once the budget's
-        pages are all fetched, else `UNIT_IN_FLIGHT` (other records hold units they may give back)."""
+        reserved (`_reserve_ahead`, or here a `_block` of at least one; `_flush` gives the unused back). None
+        left: `UNIT_SPENT` once the budget's pages are all fetched, else `UNIT_IN_FLIGHT` (other records hold
+        units they may give back)."""
         async with self._units_lock:
             if not self._units.get(crawl_id):
                 if crawl_id in self._budget_answer:
                     return self._budget_answer[crawl_id]
-                in_batch = sum(1 for m in self._messages.values() if m.crawl_id == crawl_id)
-                share = (max_pages - taken) // BUDGET_BLOCK_SHARE
-                wanted = max(1, min(in_batch - self._units_taken[crawl_id], share))
+                wanted = max(1, self._block(crawl_id, max_pages, taken))
                 got = await self._w.s.crawls.reserve_pages(crawl_id, wanted, max_pages)
                 if got <= 0:
-                    record = await self._w.s.crawls.get(crawl_id)
-                    spent = record.counters.get("n_fetched", 0) >= max_pages
+                    spent = (await self._w.s.crawls.get(crawl_id)).budget_spent() is not None
                     self._budget_answer[crawl_id] = UNIT_SPENT if spent else UNIT_IN_FLIGHT
                     return self._budget_answer[crawl_id]
                 self._units[crawl_id] = got
@@ -557,7 +558,7 @@ class BatchRun:
             return "paused"
         settings = record.settings
         if not msg.check_only and settings.max_pages is not None and record.pages_taken >= settings.max_pages:
-            if record.counters.get("n_fetched", 0) >= settings.max_pages:
+            if record.budget_spent() is not None:
                 return _over_budget(msg, c, host)
             return await self._budget_wait(msg, c, host)
         if msg.not_before - s.clock() > NOT_BEFORE_SLACK_S:  # came back early: SQS delays 15 minutes at most
