@@ -19,10 +19,27 @@ from seolens_core.urls import (
     NormalizeConfig,
     NormalizedURL,
     TrapConfig,
+    TrapVerdict,
+    base_dependency,
     check_traps,
     normalize,
     url_key_hex,
 )
+
+TARGET_CACHE_SIZE = 32_768
+"""Link targets a crawl's scope remembers (~250 bytes each): a site's navigation and most of its links are the
+same hrefs on page after page, and each resolves the same way whichever page it is on."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkTarget:
+    """Where an href leads, as far as the page it is on does not matter: the normalized URL, whether it is
+    inside the crawl, the trap guard it trips (internal URLs only) and its visited-set key."""
+
+    url: NormalizedURL
+    internal: bool
+    trap: TrapVerdict | None
+    key: str
 
 
 @dataclass(frozen=True)
@@ -34,6 +51,9 @@ class CrawlScope:
     trap_config: TrapConfig
     address_policy: AddressPolicy
     start_urls: tuple[NormalizedURL, ...]
+    _targets: dict[tuple[str, str], LinkTarget | None] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     @classmethod
     def from_settings(cls, settings: CrawlSettings, now: float) -> CrawlScope:
@@ -58,6 +78,30 @@ class CrawlScope:
     def normalize(self, href: str, base: str | NormalizedURL | None = None) -> NormalizedURL | None:
         result = normalize(href, base, self.normalize_config)
         return result if isinstance(result, NormalizedURL) else None
+
+    def target(self, href: str, base: NormalizedURL) -> LinkTarget | None:
+        """`href` on a page at `base` resolved, classified and keyed; None when it cannot be crawled. Kept for
+        hrefs whose result does not depend on the page's path (absolute URLs and paths)."""
+        shared = base_dependency(href, base)
+        if shared is None:
+            return self._target(href, base)
+        cache_key = (href, shared)
+        try:
+            return self._targets[cache_key]
+        except KeyError:
+            pass
+        if len(self._targets) >= TARGET_CACHE_SIZE:
+            self._targets.clear()
+        found = self._targets[cache_key] = self._target(href, base)
+        return found
+
+    def _target(self, href: str, base: NormalizedURL) -> LinkTarget | None:
+        url = self.normalize(href, base)
+        if url is None:
+            return None
+        internal = self.boundary.is_internal(url.host_port)
+        trap = check_traps(url, self.trap_config) if internal else None
+        return LinkTarget(url, internal, trap, url_key_hex(url.url))
 
 
 @dataclass
@@ -95,11 +139,11 @@ def plan_links(
     seen: set[str] = set()
     depth = msg.depth + 1
     for link in links:
-        target = scope.normalize(link.href, base or page)
-        if target is None:
+        resolved = scope.target(link.href, base or page)
+        if resolved is None:
             plan.rejected += 1
             continue
-        internal = scope.boundary.is_internal(target.host_port)
+        target, internal = resolved.url, resolved.internal
         nofollow = link.nofollow or page_nofollow
         plan.edges.append(
             {
@@ -120,7 +164,7 @@ def plan_links(
         if nofollow and settings.respect_nofollow and internal:
             continue
         if internal:
-            verdict = check_traps(target, scope.trap_config)
+            verdict = resolved.trap
             if verdict is not None:
                 plan.pruned_rows.append(
                     {
@@ -135,9 +179,9 @@ def plan_links(
                     }
                 )
                 continue
-            plan.add(_message(msg, target, depth, check_only=False), target.origin)
+            plan.add(_message(msg, target, depth, check_only=False, key=resolved.key), target.origin)
         elif settings.check_external_links:
-            plan.add(_message(msg, target, depth, check_only=True), target.origin)
+            plan.add(_message(msg, target, depth, check_only=True, key=resolved.key), target.origin)
     return plan
 
 
@@ -173,12 +217,12 @@ def plan_redirect(
 
 
 def _message(
-    parent: FrontierMessage, target: NormalizedURL, depth: int, *, check_only: bool
+    parent: FrontierMessage, target: NormalizedURL, depth: int, *, check_only: bool, key: str | None = None
 ) -> FrontierMessage:
     return FrontierMessage(
         crawl_id=parent.crawl_id,
         url=target.url,
-        key=url_key_hex(target.url),
+        key=key or url_key_hex(target.url),
         depth=depth,
         parent=parent.key,
         check_only=check_only,

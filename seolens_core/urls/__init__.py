@@ -21,7 +21,7 @@ from ._model import (
     Rejection,
     RejectReason,
 )
-from ._normalize import normalize
+from ._normalize import base_dependency, normalize
 from ._rfc3986 import remove_dot_segments, resolve_reference
 from ._traps import (
     DEFAULT_PAGE_PARAMS,
@@ -49,6 +49,7 @@ __all__ = [
     "TrapConfig",
     "TrapReason",
     "TrapVerdict",
+    "base_dependency",
     "check_traps",
     "normalize",
     "remove_dot_segments",

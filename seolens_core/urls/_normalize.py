@@ -40,7 +40,7 @@ def normalize(
     name a different page.
     """
     try:
-        shared = _shared_base(href, base)
+        shared = base_dependency(href, base)
         if shared is not None:
             return _normalize_shared(href, shared, config)
         return _normalize(href, base, config)
@@ -50,7 +50,7 @@ def normalize(
         return Rejection(RejectReason.UNPARSEABLE, f"{type(exc).__name__}: {exc}")
 
 
-def _shared_base(href: str, base: str | NormalizedURL | None) -> str | None:
+def base_dependency(href: str, base: str | NormalizedURL | None) -> str | None:
     """For a link whose result does not depend on the base's path and query: what it depends on ("" for an
     absolute URL, the base's `scheme://authority/` for an absolute path), else None. The navigation links
     every page of a site repeats are of these kinds: normalized once per container, not once per page."""
