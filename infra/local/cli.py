@@ -201,6 +201,7 @@ def run(settings: CrawlSettings, args: argparse.Namespace) -> int:
     # The embedded server starts (and builds its backends) on the other core while this process imports.
     moto = None if os.environ.get("AWS_ENDPOINT_URL") else launch_moto_server()
     from infra.local.lambda_host import route_lambda_logs
+    from infra.local.process_host import stop_fork_server
     from infra.local.runtime import LocalCloud, run_crawl
     from infra.local.summary import render_summary
 
@@ -220,6 +221,7 @@ def run(settings: CrawlSettings, args: argparse.Namespace) -> int:
     finally:
         display.finish()
         cloud.stop()
+        stop_fork_server()
     print(render_summary(outcome, args.out, time.monotonic() - started))
     return 0 if outcome.execution.status == "SUCCEEDED" else 1
 

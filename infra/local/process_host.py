@@ -149,10 +149,27 @@ class ProcessEnvironments:
             log_file=_lambda_log_file(),
             function=function,
         )
-        self._free = [_Environment(self._setup) for _ in range(count)]
-        self._all = list(self._free)
+        self._free: list[_Environment] = []
+        self._all: list[_Environment] = []
         self._lock = threading.Lock()
         self._mine = threading.local()
+        # The fork server imports the core before its first fork (~1 s): the caller goes on meanwhile (the crawl
+        # is created and seeded before any batch needs an environment).
+        self._starting = threading.Thread(
+            target=self._start, args=(count,), name="lambda-env-start", daemon=True
+        )
+        self._starting.start()
+
+    def _start(self, count: int) -> None:
+        for _ in range(count):
+            try:
+                env = _Environment(self._setup)
+            except Exception:  # the first poller that needs one starts it and sees the error
+                logging.getLogger(__name__).exception("could not start an execution environment")
+                return
+            with self._lock:
+                self._free.append(env)
+                self._all.append(env)
 
     def invoke(self, name: str, payload: Any) -> Any:
         env = self._environment()
@@ -170,6 +187,7 @@ class ProcessEnvironments:
     def _environment(self) -> _Environment:
         env: _Environment | None = getattr(self._mine, "env", None)
         if env is None or not env.alive:
+            self._starting.join()
             with self._lock:
                 if self._free:
                     env = self._free.pop()
@@ -180,6 +198,7 @@ class ProcessEnvironments:
         return env
 
     def close(self) -> None:
+        self._starting.join()
         with self._lock:
             envs, self._all, self._free = self._all, [], []
         for env in envs:
@@ -193,6 +212,16 @@ def _context() -> multiprocessing.context.ForkServerContext:
     assert isinstance(context, multiprocessing.context.ForkServerContext)
     context.set_forkserver_preload(list(PRELOAD))
     return context
+
+
+def stop_fork_server() -> None:
+    """Stop and reap this process's fork server, if one runs: a CLI run leaves no process behind, and the
+    environments' CPU time is counted to this process (as the children of a child it waited for)."""
+    from multiprocessing import forkserver
+
+    stop = getattr(forkserver._forkserver, "_stop", None)  # no public way to stop it (3.11 to 3.13)
+    if stop is not None:
+        stop()
 
 
 def _lambda_log_file() -> str | None:

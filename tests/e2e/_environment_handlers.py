@@ -25,4 +25,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         raise TwoArgumentError("odd", "detail")
     if event.get("count"):
         GLOBAL_METER.add({"sqs.SendMessageBatch": event["count"]}, {"dynamodb.BatchWriteItem": 2.5})
-    return {"pid": os.getpid(), "function": context.function_name, "env": os.environ.get("SEOLENS_PROBE")}
+    return {
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "function": context.function_name,
+        "env": os.environ.get("SEOLENS_PROBE"),
+    }

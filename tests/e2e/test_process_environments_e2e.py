@@ -16,7 +16,7 @@ import pytest
 from infra.fixture_site import FixtureServer
 from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
 from infra.local.lambda_host import LambdaHost
-from infra.local.process_host import EnvironmentCrashed, ProcessEnvironments
+from infra.local.process_host import EnvironmentCrashed, ProcessEnvironments, stop_fork_server
 from infra.local.runtime import WORKER, LocalCloud, run_crawl
 from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.settings import CrawlSettings
@@ -104,3 +104,26 @@ def test_a_failing_handler_raises_in_the_caller_and_a_dead_one_is_replaced(probe
         assert envs.invoke(WORKER, {})["pid"] != pid  # a cold start replaces the crashed sandbox
     finally:
         envs.close()
+
+
+def test_environments_fork_from_one_server_which_the_cli_reaps(probe_host: LambdaHost) -> None:
+    """Forked from a preloaded server (no import each), never from this threaded process; once stopped, the
+    server is gone (no process left behind, its CPU counted to the parent)."""
+    envs = ProcessEnvironments(probe_host, WORKER, 2)
+    try:
+        first = envs.invoke(WORKER, {})
+        other: dict[str, Any] = {}
+        thread = threading.Thread(target=lambda: other.update(envs.invoke(WORKER, {})))
+        thread.start()
+        thread.join()
+    finally:
+        envs.close()
+    server = first["ppid"]
+    assert other["pid"] != first["pid"] and other["ppid"] == server != os.getpid()
+    stop_fork_server()
+    assert not Path(f"/proc/{server}").exists()
+    again = ProcessEnvironments(probe_host, WORKER, 1)  # a later crawl of this process starts a new server
+    try:
+        assert envs is not again and again.invoke(WORKER, {})["ppid"] not in (server, os.getpid())
+    finally:
+        again.close()
