@@ -133,6 +133,10 @@ class UrlStore:
         self._table = table
         self._seen = seen if seen is not None else SeenCache()
 
+    def claimed_elsewhere(self, crawl_id: str, key: str, claimer: str) -> bool:
+        """Known here to exist, claimed by another parent than `claimer`: `claim` would skip it unasked."""
+        return self._seen.skips(crawl_id, key, claimer)
+
     def _item(
         self, msg: FrontierMessage, host: str, now: float, *, done_outcome: str | None
     ) -> dict[str, Any]:

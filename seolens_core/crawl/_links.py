@@ -7,7 +7,7 @@ with a `check_only` message, never expanded).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,8 +133,10 @@ def plan_links(
     *,
     base: NormalizedURL | None = None,
     page_nofollow: bool = False,
+    known: Callable[[str], bool] | None = None,
 ) -> LinkPlan:
-    """Edges for every http(s) link of the page, and the frontier messages this page may claim."""
+    """Edges for every http(s) link of the page, and the frontier messages this page may claim. `known(key)`:
+    the URL is known to be claimed by another page (no message: its claim would be refused)."""
     plan = LinkPlan()
     seen: set[str] = set()
     depth = msg.depth + 1
@@ -179,9 +181,10 @@ def plan_links(
                     }
                 )
                 continue
-            plan.add(_message(msg, target, depth, check_only=False, key=resolved.key), target.origin)
-        elif settings.check_external_links:
-            plan.add(_message(msg, target, depth, check_only=True, key=resolved.key), target.origin)
+        elif not settings.check_external_links:
+            continue
+        if known is None or not known(resolved.key):
+            plan.add(_message(msg, target, depth, check_only=not internal, key=resolved.key), target.origin)
     return plan
 
 

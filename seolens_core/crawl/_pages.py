@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from seolens_core.audit import AuditSettings, FetchFacts, audit_page, detect_waf
@@ -72,9 +73,15 @@ def error_row(msg: FrontierMessage, result: FetchResult) -> dict[str, Any]:
 
 
 def page_row(
-    msg: FrontierMessage, url: NormalizedURL, result: FetchResult, scope: CrawlScope, settings: CrawlSettings
+    msg: FrontierMessage,
+    url: NormalizedURL,
+    result: FetchResult,
+    scope: CrawlScope,
+    settings: CrawlSettings,
+    known: Callable[[str], bool] | None = None,
 ) -> tuple[dict[str, Any], LinkPlan | None]:
-    """The row for a fetched URL and, for an internal HTML page, the plan for its links."""
+    """The row for a fetched URL and, for an internal HTML page, the plan for its links (`known`: see
+    `plan_links`)."""
     row = _base(msg, time.time())
     content_type = result.content_type
     row.update(
@@ -117,7 +124,9 @@ def page_row(
         if waf is None and 200 <= (result.status or 0) < 300:
             base = scope.normalize(facts.base_href, url) if facts.base_href else None
             links = [RawHref(link.href, link.text, link.nofollow) for link in facts.links]
-            plan = plan_links(msg, url, links, scope, settings, base=base, page_nofollow=facts.nofollow)
+            plan = plan_links(
+                msg, url, links, scope, settings, base=base, page_nofollow=facts.nofollow, known=known
+            )
             row["links_internal"] = sum(1 for e in plan.edges if e["internal"])
             row["links_external"] = sum(1 for e in plan.edges if not e["internal"])
     fetch = FetchFacts(

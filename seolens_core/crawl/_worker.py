@@ -8,6 +8,7 @@ marks URLs done and adds counters.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 import uuid
@@ -692,7 +693,8 @@ class BatchRun:
         try:
             if not retry:
                 if result.error is None and result.status is not None:
-                    row, plan = page_row(msg, url, result, ctx.scope, settings)
+                    known = functools.partial(s.urls.claimed_elsewhere, msg.crawl_id, claimer=msg.key)
+                    row, plan = page_row(msg, url, result, ctx.scope, settings, known)
                 else:
                     row = error_row(msg, result)
                 waf = bool(row.get("waf_provider"))

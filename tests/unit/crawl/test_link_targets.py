@@ -102,3 +102,27 @@ def test_a_plan_from_a_warm_scope_is_the_plan_from_a_cold_one() -> None:
         seen["pruned"] += len(cold.pruned_rows)
         seen["rejected"] += cold.rejected
     assert all(seen.values()), seen
+
+
+def test_links_known_claimed_elsewhere_get_edges_but_no_message() -> None:
+    scope = CrawlScope.from_settings(SETTINGS, NOW)
+    page = _base("https://shop.example/dir/page.html")
+    msg = FrontierMessage(crawl_id="c", url=page.url, key=url_key_hex(page.url), depth=1)
+    links = [RawHref(h) for h in HREFS]
+    everything = plan_links(msg, page, links, scope, SETTINGS)
+    known = {m.key for m in everything.enqueue[::2]}
+    asked: list[str] = []
+
+    def is_known(key: str) -> bool:
+        asked.append(key)
+        return key in known
+
+    plan = plan_links(msg, page, links, scope, SETTINGS, known=is_known)
+    assert plan.edges == everything.edges and plan.pruned_rows == everything.pruned_rows
+    assert plan.enqueue == [m for m in everything.enqueue if m.key not in known]
+    assert plan.enqueue_hosts == [
+        h for m, h in zip(everything.enqueue, everything.enqueue_hosts, strict=True) if m.key not in known
+    ]
+    assert sorted(asked) == sorted(
+        m.key for m in everything.enqueue
+    )  # pruned and rejected links are not asked

@@ -57,6 +57,9 @@ class _Urls:
     async def states_and_journals(self, messages: Any) -> tuple[dict[Any, str], dict[Any, str]]:
         return {}, {}
 
+    def claimed_elsewhere(self, crawl_id: str, key: str, claimer: str) -> bool:
+        return False
+
     async def claim_fetch_many(
         self, items: Sequence[tuple[FrontierMessage, float, float]]
     ) -> list[FetchClaim]:
