@@ -205,10 +205,13 @@ class ProcessEnvironments:
             env.close()
 
 
-def _context() -> multiprocessing.context.ForkServerContext:
+def _context() -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
     """Children forked from a fork server (one per parent process, single-threaded), never from the parent,
-    which runs threads."""
-    context = multiprocessing.get_context("forkserver")
+    which runs threads; spawned where there is no fork server (Windows)."""
+    try:
+        context = multiprocessing.get_context("forkserver")
+    except ValueError:
+        return multiprocessing.get_context("spawn")
     assert isinstance(context, multiprocessing.context.ForkServerContext)
     context.set_forkserver_preload(list(PRELOAD))
     return context
@@ -217,8 +220,10 @@ def _context() -> multiprocessing.context.ForkServerContext:
 def stop_fork_server() -> None:
     """Stop and reap this process's fork server, if one runs: a CLI run leaves no process behind, and the
     environments' CPU time is counted to this process (as the children of a child it waited for)."""
-    from multiprocessing import forkserver
-
+    try:
+        from multiprocessing import forkserver
+    except ImportError:  # no fork server on this platform
+        return
     stop = getattr(forkserver._forkserver, "_stop", None)  # no public way to stop it (3.11 to 3.13)
     if stop is not None:
         stop()

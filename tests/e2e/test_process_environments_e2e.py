@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import threading
 from collections import Counter
@@ -15,6 +16,7 @@ import pytest
 
 from infra.fixture_site import FixtureServer
 from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
+from infra.local import process_host
 from infra.local.lambda_host import LambdaHost
 from infra.local.process_host import EnvironmentCrashed, ProcessEnvironments, stop_fork_server
 from infra.local.runtime import WORKER, LocalCloud, run_crawl
@@ -127,3 +129,17 @@ def test_environments_fork_from_one_server_which_the_cli_reaps(probe_host: Lambd
         assert envs is not again and again.invoke(WORKER, {})["ppid"] not in (server, os.getpid())
     finally:
         again.close()
+
+
+def test_without_a_fork_server_environments_are_spawned(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = multiprocessing.get_context
+
+    def no_fork_server(method: str | None = None) -> Any:
+        if method == "forkserver":
+            raise ValueError("cannot find context for 'forkserver'")  # what Windows answers
+        return real(method)
+
+    monkeypatch.setattr(multiprocessing, "get_context", no_fork_server)
+    assert process_host._context().get_start_method() == "spawn"
+    monkeypatch.undo()
+    assert process_host._context().get_start_method() == "forkserver"
