@@ -112,6 +112,12 @@ fails until someone re-reads the upstream code and re-pins.
    a ReceiveMessage then failed with "Set changed size during iteration", a 500 the SDK retried and gunicorn
    printed as a traceback on the user's console (seen in a 20,000-page crawl). The patch copies the set
    first (one C call under the GIL, no Python code in between) and answers the same groups.
+22. A long poll wakes when a message becomes visible. Upstream's `Queue.wait_for_messages` waits on the queue's
+   condition, which only a send notifies: a message whose delay (or visibility timeout) ends during a long
+   poll is not returned by that poll but by the next receive, up to a poll's wait later (SQS returns it to the
+   waiting poll). The event source mapping polls with a 1 s wait, so a paced URL re-sent with a delay came back
+   up to a second after its slot, which went unused (a CI failure of the Crawl-delay utilisation proof,
+   2026-12-03). The patch waits at most until the first such message is due, then the receive scans again.
 """
 
 from __future__ import annotations
@@ -322,6 +328,19 @@ def _delete_message_batch_one_pass(
 def _pending_groups_of_a_snapshot(self: Any) -> set[str]:
     """`moto.sqs.models.Queue.pending_message_groups` (5.2.5) over a copy of the in-flight set (patch 21)."""
     return {message.group_id for message in list(self._pending_messages) if message.group_id is not None}
+
+
+def _wait_until_due(self: Any, timeout: float) -> None:
+    """`moto.sqs.models.Queue.wait_for_messages` (5.2.5), waking also when the first delayed or in-flight message
+    becomes visible (patch 22); upstream's condition is notified by sends only."""
+    from moto.core.utils import unix_time_millis
+
+    with self._messages_lock:
+        now = unix_time_millis()
+        # Visible once `now > visible_at` and `now >= delayed_until` (patch 6): due a millisecond after the later.
+        due = min((max(m.visible_at + 1, m.delayed_until) for m in self._messages), default=None)
+        wait = timeout if due is None else min(timeout, max(0.0, (due - now) / 1000))
+        self._messages_lock.wait_for(lambda: self.messages, timeout=wait)
 
 
 def _visible_messages(self: Any) -> list[Any]:
@@ -985,6 +1004,7 @@ def apply() -> bool:
         Queue.attributes = property(_queue_attributes)  # type: ignore[assignment,method-assign]
         Queue.delete_message = _delete_message_locked  # type: ignore[method-assign]
         Queue.messages = property(_visible_messages)  # type: ignore[assignment,method-assign]
+        Queue.wait_for_messages = _wait_until_due  # type: ignore[method-assign]
         Queue.pending_message_groups = property(_pending_groups_of_a_snapshot)  # type: ignore[assignment,method-assign]
         SQSBackend.delete_message_batch = _delete_message_batch_one_pass  # type: ignore[method-assign]
         from moto.dynamodb.responses import DynamoResult

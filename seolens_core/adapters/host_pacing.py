@@ -129,8 +129,6 @@ class HostPacingStore:
         self._on_call = on_call
         self._loop: asyncio.AbstractEventLoop | None = None
         self._locks: dict[str, asyncio.Lock] = {}
-        self._busy: dict[str, bool] = {}
-        """Per host: was its next start beyond `now + lead` when last seen? Picks the fast path to try."""
         self._last: dict[str, _Stored] = {}
         """Per host: the item as last seen (plans a group reservation before its write checks it)."""
         self.calls: Counter[str] = Counter()
@@ -155,8 +153,9 @@ class HostPacingStore:
                     now = self._clock()
                     lead = self._lead()
                     start = now + lead
-                    busy = self._busy.get(host, False)  # unknown host: try the idle path
-                    taken = await self._take(host, lease_id, now, start, lease_ttl_s, max_local_wait_s, busy)
+                    taken = await self._take(
+                        host, lease_id, now, start, lease_ttl_s, max_local_wait_s, self._paced(host)
+                    )
                 if isinstance(taken, Granted):
                     return taken
                 stored = taken  # the item as the failed condition saw it
@@ -164,7 +163,6 @@ class HostPacingStore:
                 stored = await self._read(host)
             if stored is None:
                 await self._create(host, HostPoliteness.initial(self._settings))
-                self._busy[host] = False
                 continue
             now = self._clock()
             _, decision = reserve(
@@ -177,7 +175,6 @@ class HostPacingStore:
                 guard_s=self._guard,
                 busy_retry_s=self._busy_retry_s,
             )
-            self._seen(host, stored.state.next_allowed_at)
             if isinstance(decision, Deferred) or lease_id in stored.state.leases:
                 return decision
             expired = [k for k, exp in stored.state.leases.items() if exp <= now]
@@ -244,7 +241,7 @@ class HostPacingStore:
                     taken = await self._take_group(host, seen, grants, now, now + lead)
                 else:
                     first = grants[0][0] if grants else todo[0]
-                    busy = grants[0][1].start_at > now + lead if grants else self._busy.get(host, False)
+                    busy = grants[0][1].start_at > now + lead if grants else self._paced(host)
                     single = await self._take(
                         host,
                         first.lease_id,
@@ -264,7 +261,6 @@ class HostPacingStore:
                     fresh = taken
                     if taken is None:
                         await self._create(host, HostPoliteness.initial(self._settings))
-                        self._busy[host] = False
         if todo:
             if not answers:
                 raise PacingContention(f"{self._max_attempts} attempts to reserve on {host}")
@@ -344,7 +340,6 @@ class HostPacingStore:
         if stored is None:
             state = set_floor(HostPoliteness.initial(self._settings), floor_ms, self._settings)
             if await self._create(host, state):
-                self._seen(host, state.next_allowed_at)
                 return state
             stored = await self._read(host)
             if stored is None:
@@ -355,7 +350,6 @@ class HostPacingStore:
             return None if state == s.state else (state, 0)
 
         stored = await self._control(host, stored, decide)
-        self._seen(host, stored.state.next_allowed_at)
         return stored.state
 
     async def book_returns(self, host: str, earliest: float, count: int, *, line: str) -> tuple[float, ...]:
@@ -421,13 +415,21 @@ class HostPacingStore:
         return None if seen is None else (seen.state.next_allowed_at, seen.step)
 
     def idle(self, host: str) -> bool:
-        """As last seen here: the host's next start is not beyond `now + lead` and a lease is free (a host
-        never seen counts as idle). A grant on an idle host starts within one write's round trip; on a host
-        whose leases were all taken, a reservation is likely deferred."""
-        if self._busy.get(host, False):
-            return False
+        """As last seen here, judged now: the host's next start is not beyond `now + lead`, no block runs and
+        a lease is free (a host never seen counts as idle). A grant on an idle host starts within one write's
+        round trip; on a host whose leases were all taken, a reservation is likely deferred. Judged against
+        the clock, not when seen: a host seen busy a few seconds ago is idle once its next start has passed."""
         seen = self._last.get(host)
-        return seen is None or len(seen.state.live_leases(self._clock())) < seen.state.concurrency
+        if seen is None:
+            return True
+        now = self._clock()
+        soon = now + self._lead()
+        state = seen.state
+        return (
+            state.next_allowed_at <= soon
+            and state.blocked_until <= soon
+            and len(state.live_leases(now)) < state.concurrency
+        )
 
     @property
     def read_lead_s(self) -> float:
@@ -653,7 +655,6 @@ class HostPacingStore:
 
     def _remember(self, host: str, stored: _Stored) -> _Stored:
         self._last[host] = stored
-        self._seen(host, stored.state.next_allowed_at)
         return stored
 
     async def _update(
@@ -700,8 +701,11 @@ class HostPacingStore:
     def _lead(self) -> float:
         return max(self._base_lead, self._lead_per_rtt * self._rtt)
 
-    def _seen(self, host: str, next_allowed_at: float) -> None:
-        self._busy[host] = next_allowed_at > self._clock() + self._lead()
+    def _paced(self, host: str) -> bool:
+        """As last seen here, judged now: the host's next start is beyond `now + lead` (a grant follows the
+        stored next start, the fast path to try; an unknown host tries the idle path)."""
+        seen = self._last.get(host)
+        return seen is not None and seen.state.next_allowed_at > self._clock() + self._lead()
 
     def _count(self, operation: str) -> None:
         self.calls[operation] += 1

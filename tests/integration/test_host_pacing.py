@@ -446,6 +446,37 @@ def test_a_host_whose_leases_were_all_taken_is_not_idle(moto_server: EmbeddedMot
     asyncio.run(main())
 
 
+def test_a_host_seen_paced_is_idle_once_its_next_start_has_passed(moto_server: EmbeddedMoto) -> None:
+    """`idle` is judged against the clock, not when the host was last seen: a container that saw the host's
+    next start ahead and made no call since must not take it for paced seconds later (it would claim its URL
+    only after an idle grant, whose start comes before the claim can land: the slot went unused)."""
+    clock = [1_000.0]
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            store = HostPacingStore(
+                client,
+                table,
+                settings=AimdSettings(initial_delay_ms=500, initial_concurrency=2),
+                clock=lambda: clock[0],
+            )
+            granted = await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5)
+            assert isinstance(granted, Granted)
+            await store.release(HOST, "a", Observation(status=200, ttfb_ms=20))
+            assert not store.idle(HOST)  # a lease is free, but the next start is half a second ahead
+            calls = sum(store.calls.values())
+            clock[0] += 0.6
+            assert store.idle(HOST)
+            assert sum(store.calls.values()) == calls  # known from the clock alone, no read
+            idle = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=5)
+            assert isinstance(idle, Granted) and idle.start_at - clock[0] < 0.1
+            # The idle path taken at once: one write, no paced attempt failing first.
+            assert sum(store.calls.values()) == calls + 1
+
+    asyncio.run(main())
+
+
 def test_group_reserve_and_release_cost_one_update_each(moto_server: EmbeddedMoto) -> None:
     async def main() -> None:
         async with dynamodb(moto_server) as client:

@@ -37,6 +37,7 @@ def test_patched_symbols_still_exist() -> None:
         "KMS_ATTRIBUTES",
         "attributes",
         "pending_message_groups",
+        "wait_for_messages",
     ):
         assert hasattr(Queue, name)
     for name in (
@@ -295,6 +296,60 @@ def test_receive_skips_delayed_and_in_flight_messages(patched_moto: EmbeddedMoto
     got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
     assert [m["Body"] for m in got] == ["now"]
     assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)  # in flight, delayed
+
+
+class _RecordingCondition:
+    """A queue's condition that records how long a waiter would wait, and does not wait."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def wait_for(self, predicate: Any, timeout: float) -> bool:
+        self.waits.append(timeout)
+        return bool(predicate())
+
+
+def _queue_of(*messages: tuple[float, float]) -> Any:
+    """A queue of messages given as (visible_at, delayed_until) in ms, none of them visible."""
+    stored = [SimpleNamespace(visible_at=v, delayed_until=d) for v, d in messages]
+    return SimpleNamespace(_messages=stored, _messages_lock=_RecordingCondition(), messages=[])
+
+
+def test_a_long_poll_waits_until_the_first_message_is_due() -> None:
+    """Patch 22: upstream waits the whole timeout (only a send notifies); here the wait ends when the first
+    delayed or in-flight message becomes visible, and the receive scans again."""
+    from moto.core.utils import unix_time_millis
+
+    now = unix_time_millis()
+    queue = _queue_of((0.0, now + 300), (now + 600, 0.0), (now + 5_000, now + 100))
+    moto_patches._wait_until_due(queue, 1)
+    assert 0.2 < queue._messages_lock.waits[0] <= 0.3  # the delayed message, due in 300 ms
+    queue = _queue_of((now + 400, 0.0))
+    moto_patches._wait_until_due(queue, 1)
+    assert 0.3 < queue._messages_lock.waits[0] <= 0.401  # in flight until its visibility timeout ends
+    for queue in (_queue_of(), _queue_of((0.0, now + 60_000))):
+        moto_patches._wait_until_due(queue, 1)
+        assert queue._messages_lock.waits == [1]  # nothing due within the poll: the whole wait
+
+
+def test_a_delayed_message_is_returned_by_the_poll_waiting_for_it(patched_moto: EmbeddedMoto) -> None:
+    """Patch 22 through the server: a poll that starts 0.5 s into a 1 s delay returns the message when the
+    delay ends (upstream: after its 1 s wait, 1.5 s after the send)."""
+    sqs = _sqs(patched_moto)
+    url = sqs.create_queue(QueueName="delayed-long-poll")["QueueUrl"]
+    sent = time.monotonic()
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=1)
+    time.sleep(0.5)
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=5)["Messages"]
+    after = time.monotonic() - sent
+    assert [m["Body"] for m in got] == ["later"]
+    assert 1.0 <= after < 1.3, after
 
 
 def test_memoised_backend_lookup_answers_as_upstream() -> None:
