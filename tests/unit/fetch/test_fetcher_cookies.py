@@ -1,0 +1,57 @@
+"""The fetcher is stateless: a site's cookies are never sent back, only the user's configured Cookie header.
+
+A crawl is spread over many containers, each with its own client: a cookie jar would make what a page
+sees depend on which container fetched it, and on what that container fetched before (Googlebot, whose
+view an audit reproduces, crawls without cookies)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from infra.fixture_site import FixtureServer, SiteSpec
+from infra.fixture_site._routes import html
+from seolens_core.fetch import AddressPolicy, Fetcher
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FixtureServer]:
+    site = SiteSpec(
+        "cookies",
+        {
+            "/set": html("<p>set</p>", headers=[("Set-Cookie", "session=abc; Path=/")]),
+            "/next": html("<p>next</p>"),
+        },
+        ip="127.0.0.1",
+    )
+    with FixtureServer([site]) as srv:
+        yield srv
+
+
+def _cookies_sent(server: FixtureServer, extra: dict[str, str]) -> list[str | None]:
+    host, port = server.host_port("cookies")
+
+    async def go() -> None:
+        fetcher = Fetcher(
+            user_agent="SEOLensTest/1", policy=AddressPolicy.for_hosts([f"{host}:{port}"]), http2=False
+        )
+        try:
+            for path in ("/set", "/next", "/set", "/next"):
+                result = await fetcher.fetch(server.url("cookies", path), headers=extra)
+                assert result.status == 200
+        finally:
+            await fetcher.aclose()
+
+    before = len(server.log("cookies"))
+    asyncio.run(go())
+    return [r.header("cookie") for r in server.log("cookies")[before:]]
+
+
+def test_a_sites_cookies_are_not_sent_back(server: FixtureServer) -> None:
+    assert _cookies_sent(server, {}) == [None, None, None, None]
+
+
+def test_only_the_configured_cookie_is_sent(server: FixtureServer) -> None:
+    assert _cookies_sent(server, {"Cookie": "consent=yes"}) == ["consent=yes"] * 4
