@@ -65,6 +65,11 @@ LINE_MAX_AHEAD_S = 900.0
 live line that long, the turns are held by duplicates or by messages nobody will bring back."""
 CATCH_UP_WINDOWS = 4
 """Most extra windows one release closes after the one it filled (a closer died: see `_closes_window`)."""
+GROUP_LEAD_FACTOR = 2.0
+"""On a paced host, a group's grants start this many leads after `now` when the host is idle: its first slot
+cannot slide if its holder learns of it late (the next one is granted behind it), and a write slower than
+one lead on a loaded machine made it go unused (seen in the utilisation proof). One lead later, once per
+idle period."""
 FORMAT = 2
 TTL_SECONDS = 30 * 24 * 3600
 
@@ -208,8 +213,8 @@ class HostPacingStore:
                 if not todo:
                     break
                 now = self._clock()
-                lead = self._lead()
                 seen = fresh or self._last.get(host)
+                lead = self._lead() * (GROUP_LEAD_FACTOR if seen is not None and seen.step > 0 else 1.0)
                 if seen is None:
                     fresh = await self._read(host)
                     if fresh is None:

@@ -477,6 +477,47 @@ def test_a_host_seen_paced_is_idle_once_its_next_start_has_passed(moto_server: E
     asyncio.run(main())
 
 
+def test_an_idle_paced_hosts_group_starts_a_lead_later(moto_server: EmbeddedMoto) -> None:
+    """A group's first slot on an idle paced host cannot slide behind its sibling if its holder hears of it late:
+    it starts two leads after now (`GROUP_LEAD_FACTOR`); a single grant (it can slide) and an unpaced host's group
+    (no spacing to protect) one lead."""
+    clock = [1_000.0]
+    other = "https://blog.example:443"
+    guard = 0.01  # the store's default start guard
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+
+            def store(delay_ms: int) -> HostPacingStore:
+                settings = AimdSettings(initial_delay_ms=delay_ms, initial_concurrency=4)
+                return HostPacingStore(
+                    client,
+                    table,
+                    settings=settings,
+                    clock=lambda: clock[0],
+                    grant_lead_s=0.3,
+                    lead_per_rtt=0.0,
+                )
+
+            paced, unpaced = store(500), store(0)
+            await paced.set_floor(HOST, 0)
+            await unpaced.set_floor(other, 0)
+            group = await paced.reserve_many(HOST, [SlotRequest(f"g{i}", 30, 5) for i in range(2)])
+            assert [g.start_at - clock[0] for g in group if isinstance(g, Granted)] == pytest.approx(
+                [0.6, 0.6 + 0.5 + guard]  # two leads
+            )
+            clock[0] += 10
+            single = await paced.reserve(HOST, "s", lease_ttl_s=30, max_local_wait_s=5)
+            assert isinstance(single, Granted) and single.start_at - clock[0] == pytest.approx(0.3)
+            group = await unpaced.reserve_many(other, [SlotRequest(f"u{i}", 30, 5) for i in range(2)])
+            assert [g.start_at - clock[0] for g in group if isinstance(g, Granted)] == pytest.approx(
+                [0.3, 0.3]
+            )
+
+    asyncio.run(main())
+
+
 def test_group_reserve_and_release_cost_one_update_each(moto_server: EmbeddedMoto) -> None:
     async def main() -> None:
         async with dynamodb(moto_server) as client:
