@@ -428,11 +428,10 @@ class HostPacingStore:
         if seen is None:
             return True
         now = self._clock()
-        soon = now + self._lead()
         state = seen.state
         return (
-            state.next_allowed_at <= soon
-            and state.blocked_until <= soon
+            not self._paced(host)
+            and state.blocked_until <= now + self._lead()
             and len(state.live_leases(now)) < state.concurrency
         )
 

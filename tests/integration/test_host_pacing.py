@@ -461,18 +461,21 @@ def test_a_host_seen_paced_is_idle_once_its_next_start_has_passed(moto_server: E
                 settings=AimdSettings(initial_delay_ms=500, initial_concurrency=2),
                 clock=lambda: clock[0],
             )
+            sent: list[str] = []  # what reached the service, from the client's own events
+            client.meta.events.register("before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
             granted = await store.reserve(HOST, "a", lease_ttl_s=30, max_local_wait_s=5)
             assert isinstance(granted, Granted)
             await store.release(HOST, "a", Observation(status=200, ttfb_ms=20))
             assert not store.idle(HOST)  # a lease is free, but the next start is half a second ahead
-            calls = sum(store.calls.values())
+            sent.clear()
             clock[0] += 0.6
             assert store.idle(HOST)
-            assert sum(store.calls.values()) == calls  # known from the clock alone, no read
+            assert sent == []  # known from the clock alone, no read
             idle = await store.reserve(HOST, "b", lease_ttl_s=30, max_local_wait_s=5)
             assert isinstance(idle, Granted) and idle.start_at - clock[0] < 0.1
-            # The idle path taken at once: one write, no paced attempt failing first.
-            assert sum(store.calls.values()) == calls + 1
+            assert sent == ["UpdateItem"]  # the idle path at once, no paced attempt failing first
+            raw = await client.get_item(TableName=table, Key={"host": {"S": HOST}, "kind": {"S": "PACE"}})
+            assert float(raw["Item"]["last_start_at"]["N"]) == pytest.approx(idle.start_at)
 
     asyncio.run(main())
 
@@ -507,6 +510,9 @@ def test_an_idle_paced_hosts_group_starts_a_lead_later(moto_server: EmbeddedMoto
             assert [g.start_at - clock[0] for g in group if isinstance(g, Granted)] == pytest.approx(
                 [0.6, 0.6 + 0.5 + guard]  # two leads
             )
+            raw = await client.get_item(TableName=table, Key={"host": {"S": HOST}, "kind": {"S": "PACE"}})
+            stored = {k: float(raw["Item"][k]["N"]) - clock[0] for k in ("last_start_at", "next_allowed_at")}
+            assert stored == pytest.approx({"last_start_at": 1.11, "next_allowed_at": 1.62})
             clock[0] += 10
             single = await paced.reserve(HOST, "s", lease_ttl_s=30, max_local_wait_s=5)
             assert isinstance(single, Granted) and single.start_at - clock[0] == pytest.approx(0.3)
