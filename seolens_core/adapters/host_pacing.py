@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import random
 import time
 from collections import Counter
@@ -135,6 +136,8 @@ class HostPacingStore:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._last: dict[str, _Stored] = {}
+        self._read_at: dict[str, float] = {}
+        """When each host's item was last read (by a write that returned it, or a read)."""
         """Per host: the item as last seen (plans a group reservation before its write checks it)."""
         self.calls: Counter[str] = Counter()
         self.conflicts = 0
@@ -284,7 +287,9 @@ class HostPacingStore:
         close and distress reaction follow in one conditional UpdateItem, as for a single return."""
         if not returns:
             raise ValueError("nothing to release")
-        names = {f"#l{i}": lease_id for i, (lease_id, _) in enumerate(returns)}
+        # A slot that served several requests returns once with each one's observation: one path per lease.
+        leases = dict.fromkeys(lease_id for lease_id, _ in returns)
+        names = {f"#l{i}": lease_id for i, lease_id in enumerate(leases)}
         observations = [o for _, o in returns if o is not None]
         values: dict[str, Any] = {}
         expression = "REMOVE " + ", ".join(f"leases.{n}" for n in names)
@@ -433,6 +438,19 @@ class HostPacingStore:
             not self._paced(host)
             and state.blocked_until <= now + self._lead()
             and len(state.live_leases(now)) < state.concurrency
+        )
+
+    def unspaced(self, host: str, within_s: float) -> bool:
+        """The host's item, read by this container within the last `within_s` (every pacing write returns
+        it), asks for no spacing (no delay) and no block runs now: a slot of this container may serve its
+        next request on the host (see `PacingGate`)."""
+        seen = self._last.get(host)
+        now = self._clock()
+        return (
+            seen is not None
+            and now - self._read_at.get(host, -math.inf) <= within_s
+            and seen.state.delay_ms == 0
+            and seen.state.blocked_until <= now
         )
 
     @property
@@ -659,6 +677,7 @@ class HostPacingStore:
 
     def _remember(self, host: str, stored: _Stored) -> _Stored:
         self._last[host] = stored
+        self._read_at[host] = self._clock()
         return stored
 
     async def _update(

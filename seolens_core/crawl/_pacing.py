@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -32,6 +33,8 @@ from seolens_core.politeness import (
 )
 from seolens_core.settings import CrawlSettings, PolitenessSettings
 
+_log = logging.getLogger(__name__)
+
 LEASE_MARGIN_S = 30.0
 WAKE_EARLY_S = 0.05
 """A granted slot wakes its worker this much early: DNS, the pooled connection and the request are ready
@@ -47,6 +50,13 @@ BUSY_POLL_S = 0.3
 container on that host comes back (the holders are in other containers)."""
 BOOK_GATHER_S = 0.005
 """Pacing deferrals of one host made within this of each other book their turns in one write."""
+KEEP_S = 0.1
+"""How long a slot returned on a host without spacing waits for this container's next request to that host
+before it goes back to the host's item (see `PacingGate`)."""
+KEEP_VIEW_S = 0.25
+"""A kept slot serves another request only if this container read the host's item this recently; the request
+then reaches the wire within as long again (its slot's on-time window), so within half a second of a reading
+that showed no block and no delay: as a granted slot's request does (`UNSPACED_SLACK_S * ON_TIME_SHARE`)."""
 
 
 def come_back_at(deferred: Deferred, now: float, max_local_wait_s: float) -> float:
@@ -109,8 +119,37 @@ def aimd_settings(p: PolitenessSettings) -> AimdSettings:
     )
 
 
+@dataclass(eq=False, slots=True)
+class _Held:
+    """A lease this container holds: its store, lifetime and expiry, and what the requests already made in
+    its slot saw (a kept slot serves several, see `PacingGate`)."""
+
+    pacing: CoalescingPacing
+    ttl: float
+    expires_at: float
+    observations: list[Observation] = field(default_factory=list)
+
+
+@dataclass(eq=False, slots=True)
+class _Kept:
+    """A slot whose request is done, kept for this container's next request to the same host."""
+
+    ticket: Ticket
+    held: _Held
+    timer: asyncio.TimerHandle | None = None
+
+
 class PacingGate:
-    """Reserves a slot before each fetch and reports the outcome after it (one store per AIMD setting set)."""
+    """Reserves a slot before each fetch and reports the outcome after it (one store per AIMD setting set).
+
+    On a host without spacing, a slot whose request went well is kept for `keep_s` and handed to this
+    container's next request to the host, while this container's reading of the host's item is fresh
+    (`KEEP_VIEW_S`) and shows no delay and no block: no release and no reserve write in between. Every
+    request still holds a lease, so the host never sees more requests at once than its concurrency, and
+    starts within half a second of a reading of the item, as a granted slot's does. The requests' outcomes
+    reach the item with the slot's release. A distress answer is never kept and returns the host's kept
+    slots at once; whatever is kept goes back at the end of each batch (`settle`).
+    """
 
     def __init__(
         self,
@@ -120,11 +159,14 @@ class PacingGate:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         release_window_s: float = RELEASE_WINDOW_S,
+        keep_s: float = KEEP_S,
     ) -> None:
         """`release_window_s`: returns of one origin within this long of the first share one write (0: off);
-        concurrent reservations of one origin always share one (see `CoalescingPacing`)."""
+        concurrent reservations of one origin always share one (see `CoalescingPacing`). `keep_s`: how long
+        a slot of a host without spacing waits to serve this container's next request to it (0: off)."""
         self._client = client
         self._release_window_s = release_window_s
+        self._keep_s = keep_s
         self._table = table
         self._clock = clock
         self._sleep = sleep
@@ -132,8 +174,7 @@ class PacingGate:
         self._coalesced: dict[AimdSettings, CoalescingPacing] = {}
         self._floors: dict[str, int] = {}
         self._floor_writes: SingleFlight[tuple[str, int], None] = SingleFlight()
-        self._leases: dict[str, tuple[CoalescingPacing, float]] = {}
-        """Per lease held: its store and the lease's lifetime."""
+        self._leases: dict[str, _Held] = {}
         self._rng = random.Random()
         self._queued: dict[str, list[object]] = {}
         """Per origin, in arrival order: this container's callers in `acquire` (a waiter's place in line)."""
@@ -150,6 +191,12 @@ class PacingGate:
         self._returns_at: dict[str, list[float]] = {}
         """Per origin: when this container's pacing deferrals come back (those still away are spread)."""
         self._bookings: dict[tuple[HostPacingStore, str, str], CallGroup[float, float]] = {}
+        self._store_of: dict[CoalescingPacing, HostPacingStore] = {}
+        self._kept: dict[tuple[CoalescingPacing, str], list[_Kept]] = {}
+        """Per store and origin: slots kept for the next request (see the class)."""
+        self._returning: set[asyncio.Task[None]] = set()
+        self.reused = 0
+        """Requests served by a kept slot (no reservation of their own)."""
 
     def store(self, settings: CrawlSettings) -> HostPacingStore:
         aimd = aimd_settings(settings.politeness)
@@ -164,7 +211,9 @@ class PacingGate:
                 start_guard_s=START_GUARD_S,
             )
             self._stores[aimd] = store
-            self._coalesced[aimd] = CoalescingPacing(store, release_window_s=self._release_window_s)
+            pacing = CoalescingPacing(store, release_window_s=self._release_window_s)
+            self._coalesced[aimd] = pacing
+            self._store_of[pacing] = store
         return store
 
     def coalesced(self, settings: CrawlSettings) -> CoalescingPacing:
@@ -187,10 +236,15 @@ class PacingGate:
         floor_ms = round((floor_s or 0.0) * 1000)
         if self._floors.get(origin) != floor_ms:
             await self._floor_writes.run((origin, floor_ms), lambda: self._set_floor(store, origin, floor_ms))
+        lease_ttl_s = settings.fetch.total_timeout_s + LEASE_MARGIN_S
+        kept = self._reuse(pacing, origin, lease_ttl_s)
+        if kept is not None:
+            if on_granted is not None:
+                on_granted()
+            return kept
         # 64 random bits: unique among a host's few dozen leases, and half the bytes of a full uuid in the host's
         # item (its leases map is rewritten, returned and billed by size on every pacing write).
         lease_id = uuid.uuid4().hex[:16]
-        lease_ttl_s = settings.fetch.total_timeout_s + LEASE_MARGIN_S
         deadline = self._clock() + settings.politeness.max_local_wait_s
 
         async def ask() -> Reservation:
@@ -248,7 +302,7 @@ class PacingGate:
                 return Wait(until=until, reason="pacing")
             until = come_back_at(reservation, self._clock(), settings.politeness.max_local_wait_s)
             return Wait(until=until, reason=reservation.reason.value)
-        self._leases[lease_id] = (pacing, lease_ttl_s)
+        self._leases[lease_id] = _Held(pacing, lease_ttl_s, reservation.lease_expires_at)
         return Ticket(
             origin=origin, lease_id=lease_id, start_at=reservation.start_at, slack_s=reservation.slack_s
         )
@@ -320,6 +374,12 @@ class PacingGate:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._freed, self._turns = loop, {}, {}
+            # Slots kept on an earlier invocation's loop (its timers died with it) go back now.
+            stale, self._kept, self._returning = self._kept, {}, set()
+            for slots in stale.values():
+                for kept in slots:
+                    kept.timer = None
+                    self._send_back(kept)
 
     async def _slot_freed(self, origin: str) -> None:
         freed = self._conditions().get(origin)
@@ -328,7 +388,7 @@ class PacingGate:
                 freed.notify(1)
 
     async def release(self, ticket: Ticket, result: FetchResult, waf: bool, now: float) -> None:
-        store, _ = self._leases.pop(ticket.lease_id)
+        held = self._leases.pop(ticket.lease_id)
         observation: Observation | None
         if result.error is not None and result.error.kind is FetchErrorKind.SSRF_BLOCKED:
             observation = None  # nothing reached the host
@@ -340,25 +400,112 @@ class PacingGate:
                 retry_after=result.headers.get("retry-after"),
                 waf=waf,
             )
-        state = await store.release(ticket.origin, ticket.lease_id, observation)
+        if observation is not None and self._keepable(held, ticket.origin, observation):
+            held.observations.append(observation)
+            self._keep(_Kept(ticket, held))
+            await self._slot_freed(ticket.origin)
+            return
+        if observation is not None and observation.is_distress:
+            self._return_kept(held.pacing, ticket.origin)  # the host said "slow down": nothing kept serves it
+        state = await held.pacing.release(
+            ticket.origin, ticket.lease_id, observation, carried=held.observations
+        )
         await self._slot_freed(ticket.origin)
         self._note_window(ticket.origin, state.last_window)
 
     async def give_back(self, ticket: Ticket) -> None:
-        """Return a slot unused (the worker could not start on time): no observation, the lease is freed."""
-        store, _ = self._leases.pop(ticket.lease_id)
-        await store.release(ticket.origin, ticket.lease_id, None)
+        """Return a slot unused (the worker could not start on time): no observation, the lease is freed
+        (with what earlier requests in it saw, if it was a kept slot)."""
+        held = self._leases.pop(ticket.lease_id)
+        await held.pacing.release(ticket.origin, ticket.lease_id, None, carried=held.observations)
         await self._slot_freed(ticket.origin)
 
     async def slide(self, ticket: Ticket) -> Ticket | None:
         """A slot the worker missed (it could not start on time), moved to the earliest start when no later
         slot was granted; else given back unused (None)."""
-        store, ttl = self._leases[ticket.lease_id]
-        moved = await store.slide(ticket.origin, ticket.lease_id, ticket.start_at, lease_ttl_s=ttl)
+        held = self._leases[ticket.lease_id]
+        moved = await held.pacing.slide(ticket.origin, ticket.lease_id, ticket.start_at, lease_ttl_s=held.ttl)
         if moved is None:
             await self.give_back(ticket)
             return None
+        held.expires_at = moved.lease_expires_at
         return Ticket(ticket.origin, ticket.lease_id, moved.start_at, moved.slack_s)
+
+    async def settle(self) -> None:
+        """Send every kept slot back now and wait for the writes: at the end of an invocation (a frozen
+        container must hold no slot other containers could use)."""
+        self._bind_loop()
+        for pacing, origin in list(self._kept):
+            self._return_kept(pacing, origin)
+        if self._returning:
+            await asyncio.gather(*self._returning, return_exceptions=True)
+
+    def _reuse(self, pacing: CoalescingPacing, origin: str, lease_ttl_s: float) -> Ticket | None:
+        """A kept slot of `origin` for the next request, as a slot starting now (see the class), if the host
+        has no spacing as freshly read; else the host's kept slots go back. Only a lease that outlives the
+        request's fetch (`lease_ttl_s` less half the margin) serves it."""
+        self._bind_loop()
+        slots = self._kept.get((pacing, origin))
+        if not slots:
+            return None
+        if not self._store_of[pacing].unspaced(origin, KEEP_VIEW_S):
+            self._return_kept(pacing, origin)
+            return None
+        now = self._clock()
+        lasting = [k for k in slots if now + lease_ttl_s - LEASE_MARGIN_S / 2 <= k.held.expires_at]
+        if not lasting:
+            return None
+        kept = lasting[-1]
+        slots.remove(kept)
+        if kept.timer is not None:
+            kept.timer.cancel()
+        self._leases[kept.ticket.lease_id] = kept.held
+        self.reused += 1
+        return Ticket(origin, kept.ticket.lease_id, start_at=now, slack_s=2 * KEEP_VIEW_S)
+
+    def _keepable(self, held: _Held, origin: str, observation: Observation) -> bool:
+        """A slot may serve another request: nothing went wrong in it, the host has no spacing as freshly
+        read, and its lease outlives one more fetch with half the margin to spare."""
+        return (
+            self._keep_s > 0
+            and not observation.is_error
+            and self._clock() + held.ttl - LEASE_MARGIN_S / 2 <= held.expires_at
+            and self._store_of[held.pacing].unspaced(origin, KEEP_VIEW_S)
+        )
+
+    def _keep(self, kept: _Kept) -> None:
+        self._bind_loop()
+        self._kept.setdefault((kept.held.pacing, kept.ticket.origin), []).append(kept)
+        kept.timer = asyncio.get_running_loop().call_later(self._keep_s, self._expire, kept)
+
+    def _expire(self, kept: _Kept) -> None:
+        slots = self._kept.get((kept.held.pacing, kept.ticket.origin), [])
+        if kept in slots:
+            slots.remove(kept)
+            self._send_back(kept)
+
+    def _return_kept(self, pacing: CoalescingPacing, origin: str) -> None:
+        for kept in self._kept.pop((pacing, origin), []):
+            self._send_back(kept)
+
+    def _send_back(self, kept: _Kept) -> None:
+        if kept.timer is not None:
+            kept.timer.cancel()
+        task = asyncio.get_running_loop().create_task(self._release_kept(kept))
+        self._returning.add(task)
+        task.add_done_callback(self._returning.discard)
+
+    async def _release_kept(self, kept: _Kept) -> None:
+        *carried, last = kept.held.observations
+        origin = kept.ticket.origin
+        try:
+            state = await kept.held.pacing.release(origin, kept.ticket.lease_id, last, carried=carried)
+        except (ClientError, BotoCoreError, PacingContention) as exc:
+            # As for a worker that died holding it: the lease expires (`lease_ttl_s`) and the slot is free again.
+            _log.warning("a kept slot could not be returned", extra={"origin": origin, "error": repr(exc)})
+            return
+        await self._slot_freed(origin)
+        self._note_window(origin, state.last_window)
 
     def _note_window(self, origin: str, window: WindowReport | None) -> None:
         """Keep each closed window this container sees once (another container may see it too: the
@@ -376,6 +523,13 @@ class PacingGate:
 
 LATE_RETRIES = 3
 ON_TIME_SHARE = 0.5
+
+
+def _start_by(ticket: Ticket) -> float:
+    """The latest a request may reach the wire in `ticket`'s slot (the rest of the slack covers the way)."""
+    return ticket.start_at + ticket.slack_s * ON_TIME_SHARE
+
+
 FINAL_APPROACH_S = 0.004
 """The last moments before a slot are slept blocking the event loop (see `_final_approach`)."""
 
@@ -494,7 +648,7 @@ async def paced_fetch(
                 await pacing.give_back(slot)
                 slot = None
                 return Unclaimed()
-            start_by = slot.start_at + slot.slack_s * ON_TIME_SHARE
+            start_by = _start_by(slot)
 
             async def at_start(start_at: float = slot.start_at, start_by: float = start_by) -> bool:
                 # Called with the connection ready and the request built: wait out the slot here, at the

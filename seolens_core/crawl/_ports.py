@@ -74,6 +74,10 @@ class PacingPort(Protocol):
 
     async def give_back(self, ticket: Ticket) -> None: ...
 
+    async def settle(self) -> None:
+        """Return every slot kept for a next request (the end of an invocation)."""
+        ...
+
     def idle(self, origin: str, settings: CrawlSettings) -> bool:
         """As last seen: a slot on `origin` would start at once (no spacing to wait for)."""
         ...

@@ -147,6 +147,7 @@ class Seeder:
             cursor["seen"] = sorted(walk.seen)
             cursor["read"] += processed
         finally:
+            await s.pacing.settle()
             await fetcher.aclose()
         if cursor.get("stopped"):  # the crawl ended first: what was never read is reported, not dropped
             for url, _, probe, *_ in cursor["todo"]:

@@ -507,7 +507,8 @@ class BatchRun:
             Contribution(crawl_id=c, counters={PAGES_RESERVED: -n}) for c, n in self._units.items() if n
         ]
         self._units.clear()
-        await self._w.flush([*contributions, *unused])
+        # Every record is done: the slots kept for a next request go back with the batch's writes.
+        await asyncio.gather(self._w.s.pacing.settle(), self._w.flush([*contributions, *unused]))
 
     async def _defer(
         self, msg: FrontierMessage, until: float, c: Contribution, *, claimed: bool = False

@@ -122,16 +122,26 @@ class CoalescingPacing:
             ask.answer.add_done_callback(lambda f: self._give_back(host, lease_id, f))
             raise
 
-    async def release(self, host: str, lease_id: str, observation: Observation | None) -> HostPoliteness:
+    async def release(
+        self,
+        host: str,
+        lease_id: str,
+        observation: Observation | None,
+        *,
+        carried: Sequence[Observation] = (),
+    ) -> HostPoliteness:
+        """Give the slot back with what its request saw; `carried`: what earlier requests made in the same
+        slot saw (a slot kept for reuse, see `PacingGate`), folded in first."""
         loop = self._bind_loop()
-        urgent = observation is not None and observation.is_distress
+        items = [(lease_id, o) for o in carried] + [(lease_id, observation)]
+        urgent = any(o is not None and o.is_distress for _, o in items)
         batch = self._returns.get(host)
         if batch is not None:  # a batch is gathering: ride along (a distress return sends it now)
-            batch.items.append((lease_id, observation))
+            batch.items.extend(items)
             if urgent:
                 batch.urgent.set()
             return await asyncio.shield(batch.done)
-        batch = _Returns(done=loop.create_future(), items=[(lease_id, observation)])
+        batch = _Returns(done=loop.create_future(), items=items)
         if not urgent:
             self._returns[host] = batch
             try:
@@ -139,7 +149,7 @@ class CoalescingPacing:
             finally:
                 del self._returns[host]
         self.release_writes += 1
-        self.released += len(batch.items)
+        self.released += len({lease for lease, _ in batch.items})
         self._inflight[host] = self._inflight.get(host, 0) + 1
         try:
             state = await self.inner.release_many(host, batch.items)

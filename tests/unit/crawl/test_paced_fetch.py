@@ -75,6 +75,9 @@ class FakePacing:
     async def give_back(self, ticket: Ticket) -> None:
         self.given_back.append(ticket.lease_id)
 
+    async def settle(self) -> None:
+        return None
+
     async def slide(self, ticket: Ticket) -> Ticket | None:
         self.slid.append(ticket.lease_id)
         moved = self.moves.pop(0) if self.moves else None

@@ -44,6 +44,13 @@ class FakeResults:
         self.parts.append((kind, rows))
 
 
+class NothingKept:
+    """The pacing port as the seeder sees it when no fetch gets a slot: nothing to settle."""
+
+    async def settle(self) -> None:
+        return None
+
+
 def test_a_sitemap_not_fetchable_yet_is_retried_then_reported() -> None:
     robots, results = RobotsStillRetrying(), FakeResults()
     services = SeedServices(
@@ -52,7 +59,7 @@ def test_a_sitemap_not_fetchable_yet_is_retried_then_reported() -> None:
         queue=cast(Any, None),
         results=cast(Any, results),
         robots=cast(Any, robots),
-        pacing=cast(Any, None),
+        pacing=cast(Any, NothingKept()),
     )
     seeder = Seeder(services)
     cursor: dict[str, Any] | None = {"todo": [[SITEMAP, 0, False]], "seen": [], "findings": [], "read": 0}
@@ -121,7 +128,7 @@ def test_a_page_budget_holds_listed_urls_back_in_s3_and_stops_claiming_once_it_i
         queue=cast(Any, Sent()),
         results=cast(Any, results),
         robots=cast(Any, None),
-        pacing=cast(Any, None),
+        pacing=cast(Any, NothingKept()),
         clock=lambda: 10.0,
     )
     other = "http://shop.example/sitemap-2.xml"

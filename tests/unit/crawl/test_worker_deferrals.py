@@ -154,6 +154,9 @@ class _Pacing:
     async def give_back(self, ticket: Ticket) -> None:
         return None
 
+    async def settle(self) -> None:
+        return None
+
     def idle(self, origin: str, settings: CrawlSettings) -> bool:
         return False
 
