@@ -438,7 +438,7 @@ class PacingGate:
         for pacing, origin in list(self._kept):
             self._return_kept(pacing, origin)
         if self._returning:
-            await asyncio.gather(*self._returning, return_exceptions=True)
+            await asyncio.gather(*self._returning)
 
     def _reuse(self, pacing: CoalescingPacing, origin: str, lease_ttl_s: float) -> Ticket | None:
         """A kept slot of `origin` for the next request, as a slot starting now (see the class), if the host

@@ -58,8 +58,16 @@ def test_a_clean_slot_serves_the_next_request_without_a_write(moto_server: Embed
             assert second.lease_id == first.lease_id and abs(second.start_at - time.time()) < 0.1
             assert sent == []  # neither a release nor a reservation reached the table
             await gate.release(second, OK, False, time.time())
+            updates: list[dict[str, Any]] = []
+            client.meta.events.register(
+                "before-parameter-build.dynamodb.UpdateItem",
+                lambda params, **_: updates.append(dict(params)),
+            )
             await gate.settle()
             assert sent == ["UpdateItem"]
+            # One path per lease: DynamoDB refuses an expression whose document paths overlap (moto does not).
+            named = list(updates[0]["ExpressionAttributeNames"].values())
+            assert named == [first.lease_id], updates[0]
             item = await stored_item(client, table)
             assert item["leases"]["M"] == {}
             assert len(item["obs"]["L"]) == 2  # both requests' outcomes reach the host's window
