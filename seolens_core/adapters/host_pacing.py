@@ -136,9 +136,9 @@ class HostPacingStore:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._last: dict[str, _Stored] = {}
+        """Per host: the item as last seen (plans a group reservation before its write checks it)."""
         self._read_at: dict[str, float] = {}
         """When each host's item was last read (by a write that returned it, or a read)."""
-        """Per host: the item as last seen (plans a group reservation before its write checks it)."""
         self.calls: Counter[str] = Counter()
         self.conflicts = 0
 

@@ -129,6 +129,10 @@ class _Held:
     expires_at: float
     observations: list[Observation] = field(default_factory=list)
 
+    def outlives(self, now: float, lease_ttl_s: float) -> bool:
+        """The lease outlasts a fetch that needs `lease_ttl_s`, less half the margin, from `now`."""
+        return now + lease_ttl_s - LEASE_MARGIN_S / 2 <= self.expires_at
+
 
 @dataclass(eq=False, slots=True)
 class _Kept:
@@ -452,7 +456,7 @@ class PacingGate:
             self._return_kept(pacing, origin)
             return None
         now = self._clock()
-        lasting = [k for k in slots if now + lease_ttl_s - LEASE_MARGIN_S / 2 <= k.held.expires_at]
+        lasting = [k for k in slots if k.held.outlives(now, lease_ttl_s)]
         if not lasting:
             return None
         kept = lasting[-1]
@@ -469,7 +473,7 @@ class PacingGate:
         return (
             self._keep_s > 0
             and not observation.is_error
-            and self._clock() + held.ttl - LEASE_MARGIN_S / 2 <= held.expires_at
+            and held.outlives(self._clock(), held.ttl)
             and self._store_of[held.pacing].unspaced(origin, KEEP_VIEW_S)
         )
 
@@ -523,15 +527,13 @@ class PacingGate:
 
 LATE_RETRIES = 3
 ON_TIME_SHARE = 0.5
+FINAL_APPROACH_S = 0.004
+"""The last moments before a slot are slept blocking the event loop (see `_final_approach`)."""
 
 
 def _start_by(ticket: Ticket) -> float:
     """The latest a request may reach the wire in `ticket`'s slot (the rest of the slack covers the way)."""
     return ticket.start_at + ticket.slack_s * ON_TIME_SHARE
-
-
-FINAL_APPROACH_S = 0.004
-"""The last moments before a slot are slept blocking the event loop (see `_final_approach`)."""
 
 
 async def _final_approach(wait: float, sleep: Callable[[float], Awaitable[object]]) -> None:

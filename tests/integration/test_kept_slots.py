@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from infra.local.moto_server import EmbeddedMoto
@@ -33,6 +34,14 @@ def record_calls(client: Any) -> list[str]:
     sent: list[str] = []  # what reached the service, from the client's own events
     client.meta.events.register("before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
     return sent
+
+
+async def served(gate: PacingGate, settings: CrawlSettings, now: Callable[[], float] = time.time) -> Ticket:
+    """One request to HOST through `gate`: its slot, released after a clean 200."""
+    ticket = await gate.acquire(HOST, settings, None, now())
+    assert isinstance(ticket, Ticket)
+    await gate.release(ticket, OK, False, now())
+    return ticket
 
 
 async def stored_item(client: Any, table: str) -> dict[str, Any]:
@@ -135,9 +144,7 @@ def test_a_kept_slot_needs_a_fresh_reading_of_the_host(moto_server: EmbeddedMoto
             table = await create_hosts_table(client)
             gate = PacingGate(client, table, clock=clock, keep_s=30.0)
             settings = unspaced()
-            first = await gate.acquire(HOST, settings, None, clock())
-            assert isinstance(first, Ticket)
-            await gate.release(first, OK, False, clock())
+            first = await served(gate, settings, clock)
             offset[0] += KEEP_VIEW_S + 0.05
             sent = record_calls(client)
             second = await gate.acquire(HOST, settings, None, clock())
@@ -152,14 +159,36 @@ def test_a_kept_slot_needs_a_fresh_reading_of_the_host(moto_server: EmbeddedMoto
     asyncio.run(main())
 
 
+def test_a_kept_lease_too_short_for_the_next_fetch_is_not_reused(moto_server: EmbeddedMoto) -> None:
+    """A crawl whose fetches may take longer than the lease's remaining life (its fetch timeout 20 s above
+    the one the slot was granted for) reserves a slot of its own; the kept one goes back unused."""
+
+    async def main() -> None:
+        async with dynamodb(moto_server) as client:
+            table = await create_hosts_table(client)
+            gate = PacingGate(client, table, keep_s=30.0)
+            settings = unspaced()
+            first = await served(gate, settings)
+            fetch = settings.fetch.model_copy(update={"total_timeout_s": settings.fetch.total_timeout_s + 20})
+            slower = settings.model_copy(update={"fetch": fetch})
+            sent = record_calls(client)
+            second = await gate.acquire(HOST, slower, None, time.time())
+            assert isinstance(second, Ticket) and second.lease_id != first.lease_id
+            assert sent == ["UpdateItem"]
+            assert gate.reused == 0
+            await gate.settle()
+            item = await stored_item(client, table)
+            assert set(item["leases"]["M"]) == {second.lease_id}  # the short one went back at settle
+
+    asyncio.run(main())
+
+
 def test_an_unclaimed_kept_slot_goes_back_after_keep_s(moto_server: EmbeddedMoto) -> None:
     async def main() -> None:
         async with dynamodb(moto_server) as client:
             table = await create_hosts_table(client)
             gate = PacingGate(client, table, keep_s=0.1)
-            first = await gate.acquire(HOST, unspaced(), None, time.time())
-            assert isinstance(first, Ticket)
-            await gate.release(first, OK, False, time.time())
+            await served(gate, unspaced())
             assert (await stored_item(client, table))["leases"]["M"] != {}
             await asyncio.sleep(0.3)
             assert (await stored_item(client, table))["leases"]["M"] == {}
