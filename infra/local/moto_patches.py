@@ -118,6 +118,14 @@ fails until someone re-reads the upstream code and re-pins.
    waiting poll). The event source mapping polls with a 1 s wait, so a paced URL re-sent with a delay came back
    up to a second after its slot, which went unused (a CI failure of the Crawl-delay utilisation proof,
    2026-12-03). The patch waits at most until the first such message is due, then the receive scans again.
+23. A receive scans its queue alone. Upstream's `SQSBackend.receive_message` scans the visible messages, marks the
+   ones it returns received and moves the ones past the redrive policy's `maxReceiveCount` to the dead-letter
+   queue, with no lock: two receives scanning at once both chose the same spent message, and the second's
+   `list.remove` raised `ValueError` (a 500) after it had already marked its other messages received, so they
+   came back a visibility timeout later with one receive more on their count, nearer the dead-letter queue
+   themselves (seen in a 20,000-page crawl whose every URL ended there). The patch runs each scan (upstream with
+   no wait) holding the queue's `_messages_lock`, which sends and deletes already take, and waits between scans
+   outside it, as upstream's long poll does (patch 22 decides how long).
 """
 
 from __future__ import annotations
@@ -341,6 +349,31 @@ def _wait_until_due(self: Any, timeout: float) -> None:
         due = min((max(m.visible_at + 1, m.delayed_until) for m in self._messages), default=None)
         wait = timeout if due is None else min(timeout, max(0.0, (due - now) / 1000))
         self._messages_lock.wait_for(lambda: self.messages, timeout=wait)
+
+
+def _receive_one_scan_at_a_time(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`moto.sqs.models.SQSBackend.receive_message` (5.2.5) whose scans hold the queue's lock (patch 23)."""
+    from moto.core.utils import unix_time
+
+    @functools.wraps(method)
+    def wrapper(
+        self: Any,
+        queue_name: str,
+        count: int,
+        wait_seconds_timeout: int,
+        visibility_timeout: int,
+        message_attribute_names: list[str] | None = None,
+    ) -> list[Any]:
+        queue = self.get_queue(queue_name)
+        polling_end = unix_time() + wait_seconds_timeout
+        while True:
+            with queue._messages_lock:
+                result: list[Any] = method(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+            if result or not wait_seconds_timeout or unix_time() > polling_end:
+                return result
+            queue.wait_for_messages(1)
+
+    return wrapper
 
 
 def _visible_messages(self: Any) -> list[Any]:
@@ -1019,7 +1052,9 @@ def apply() -> bool:
         Table.query = _partition_pages(_partition_query(Table.query))  # type: ignore[method-assign]
         Table.sorted_items = _sorted_by_values(Table.sorted_items)  # type: ignore[method-assign]
         SQSBackend.send_message = _light_mode(SQSBackend.send_message)  # type: ignore[method-assign]
-        SQSBackend.receive_message = _light_mode(SQSBackend.receive_message)  # type: ignore[method-assign]
+        SQSBackend.receive_message = _light_mode(  # type: ignore[method-assign]
+            _receive_one_scan_at_a_time(SQSBackend.receive_message)
+        )
         DynamoHandler.call_action = _serialised(DynamoHandler.call_action)  # type: ignore[method-assign]
         from moto.dynamodb.models import DynamoDBBackend
 

@@ -352,6 +352,65 @@ def test_a_delayed_message_is_returned_by_the_poll_waiting_for_it(patched_moto: 
     assert 1.0 <= after < 1.3, after
 
 
+def test_concurrent_receives_move_each_spent_message_to_the_dead_letter_queue_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Patch 23: four receives at once on a queue of messages past `maxReceiveCount`. Upstream, two scans chose
+    the same message and the second's move raised `ValueError` (a 500; 1-3 of 20 receives in each of three
+    runs, with the switch interval at 1 us). Patched: no error, every message in the dead-letter queue once."""
+    import sys
+    import threading
+
+    from moto import mock_aws
+    from moto.sqs.models import sqs_backends
+
+    moto_patches.apply()
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dlq = sqs.create_queue(QueueName="spent-dlq")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        redrive = json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": 1})
+        url = sqs.create_queue(QueueName="spent", Attributes={"RedrivePolicy": redrive})["QueueUrl"]
+        total = 2000
+        for start in range(0, total, 10):
+            entries = [{"Id": str(i), "MessageBody": f"m{start + i}"} for i in range(10)]
+            sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        account = url.rstrip("/").split("/")[-2]
+        backend = sqs_backends[account]["us-east-1"]
+        received = 0
+        while received < total:  # each message received once, visible again at once: spent
+            received += len(backend.receive_message("spent", 10, 0, 0))
+        errors: list[Exception] = []
+        delivered: list[str] = []
+        start_together = threading.Barrier(4)
+
+        def receive() -> None:
+            start_together.wait()
+            for _ in range(5):
+                try:
+                    delivered.extend(m.body for m in backend.receive_message("spent", 10, 0, 30))
+                except Exception as error:  # what upstream raised
+                    errors.append(error)
+
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads often: upstream's race shows on every run
+        try:
+            threads = [threading.Thread(target=receive) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+        finally:
+            sys.setswitchinterval(interval)
+        dead = [m.body for m in backend.get_queue("spent-dlq")._messages]
+        assert errors == []
+        assert delivered == []
+        assert sorted(dead) == sorted(f"m{i}" for i in range(total))
+        assert backend.get_queue("spent")._messages == []
+
+
 def test_memoised_backend_lookup_answers_as_upstream() -> None:
     """Patch 7: same backend as upstream's lookup for every host, asked twice (the second from the memo)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
