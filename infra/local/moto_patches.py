@@ -368,7 +368,9 @@ def _receive_one_scan_at_a_time(method: Callable[..., Any]) -> Callable[..., Any
         polling_end = unix_time() + wait_seconds_timeout
         while True:
             with queue._messages_lock:
-                result: list[Any] = method(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+                result: list[Any] = method(
+                    self, queue_name, count, 0, visibility_timeout, message_attribute_names
+                )
             if result or not wait_seconds_timeout or unix_time() > polling_end:
                 return result
             queue.wait_for_messages(1)
