@@ -66,7 +66,7 @@ import heapq
 import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -85,6 +85,10 @@ DEFAULT_SHARDS_PER_STEP = 1
 FRONTIER_SET_MAX = 2_000_000
 """Frontier keys held as a set (C-speed membership, ~140 MB at most); a larger level is searched by bisection."""
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
+PREMAP_MIN_PARTS = 100
+"""A map step while the crawl runs waits for this many new parts (about 1,000 pages), so the steps stay few."""
+PREMAP_EDGE_BUDGET = DEFAULT_EDGE_BUDGET // 4
+"""Edges of one map step while the crawl runs: the Progress function's memory is a quarter of the Report's."""
 
 
 class ObjectStore(Protocol):
@@ -149,6 +153,23 @@ async def _link_keys(store: ObjectStore, crawl_id: str, after: str | None, limit
     return keys
 
 
+async def _link_keys_through(store: ObjectStore, crawl_id: str, last: str) -> list[str]:
+    """Every key of a part holding links, up to `last` included, in key order."""
+    keys: list[str] = []
+    after: str | None = None
+    while True:
+        page = await _link_keys(store, crawl_id, after, 1000)
+        keys += [key for key in page if key <= last]
+        if not page or page[-1] >= last:
+            return keys
+        after = page[-1]
+
+
+def _mapped_key(crawl_id: str, step: int) -> str:
+    """The keys of the parts map step `step` read, when it ran while parts could still land behind it."""
+    return f"{_base(crawl_id)}mapped/{step:06d}.txt"
+
+
 def map_pairs(
     rows: Iterable[dict[str, Any]], shards: int, into: dict[int, dict[str, set[int]]] | None = None
 ) -> dict[int, dict[str, set[int]]]:
@@ -181,6 +202,8 @@ class InlinkCounter:
         cursor = dict(cursor or start_cursor())
         if cursor["phase"] == "map":
             return await self._map(crawl_id, cursor)
+        if cursor["phase"] == "sweep":
+            return await self._sweep(crawl_id, cursor)
         if cursor["phase"] == "reduce":
             cursor = await self._reduce(crawl_id, cursor)
             if cursor["phase"] == "done" and starts:
@@ -210,6 +233,35 @@ class InlinkCounter:
             cursor = await self.step(crawl_id, cursor, starts)
             await self.save(crawl_id, cursor)
             if budget_s is not None and clock() - started >= budget_s:
+                break
+        return cursor
+
+    async def premap(
+        self,
+        crawl_id: str,
+        cursor: Cursor,
+        *,
+        budget_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        min_parts: int = PREMAP_MIN_PARTS,
+        edge_budget: int = PREMAP_EDGE_BUDGET,
+    ) -> Cursor:
+        """Map steps over the parts written so far, while the crawl runs, so that the Orphans step after it
+        maps only the rest. A part can land behind the cursor (its name is its worker's clock when it was
+        written): each step records the keys it read, and the sweep after the last map step maps any part
+        up to `premapped_to` that no step read."""
+        started = clock()
+        while cursor["phase"] == "map":
+            if len(await _link_keys(self.store, crawl_id, cursor["after"], min_parts)) < min_parts:
+                break
+            read = await self._map_step(
+                crawl_id, cursor, self._forward(crawl_id, cursor["after"]), edge_budget, record=True
+            )
+            if not read:
+                break
+            cursor = {**cursor, "after": read[-1], "premapped_to": read[-1], "step": cursor["step"] + 1}
+            await self.save(crawl_id, cursor)
+            if clock() - started >= budget_s:
                 break
         return cursor
 
@@ -243,10 +295,56 @@ class InlinkCounter:
         return {} if raw is None else dict(loads(raw))
 
     async def _map(self, crawl_id: str, cursor: Cursor) -> Cursor:
+        read = await self._map_step(
+            crawl_id, cursor, self._forward(crawl_id, cursor["after"]), self.edge_budget
+        )
+        if not read:  # nothing left to read; `after` stays: the high-water mark
+            after_map = "sweep" if cursor.get("premapped_to") is not None else "reduce"
+            return {**cursor, "phase": after_map, "shard": 0}
+        return {**cursor, "after": read[-1], "step": cursor["step"] + 1}
+
+    async def _sweep(self, crawl_id: str, cursor: Cursor) -> Cursor:
+        """Map the parts up to `premapped_to` that no step read (they landed behind a map step that ran while
+        the crawl did): one bounded step at a time, recorded like the others, until there are none."""
+        mapped: set[str] = set()
+        for key in await self.store.list_keys(_base(crawl_id) + "mapped/"):
+            mapped.update((await self.store.get_object(key) or b"").decode().split())
+        missed = [
+            k
+            for k in await _link_keys_through(self.store, crawl_id, cursor["premapped_to"])
+            if k not in mapped
+        ]
+        del mapped
+        if not missed:
+            return {**cursor, "phase": "reduce", "shard": 0}
+
+        async def pages() -> AsyncGenerator[list[str], None]:
+            for start in range(0, len(missed), _LIST_PAGE):
+                yield missed[start : start + _LIST_PAGE]
+
+        await self._map_step(crawl_id, cursor, pages(), self.edge_budget, record=True)
+        return {**cursor, "step": cursor["step"] + 1}
+
+    async def _forward(self, crawl_id: str, after: str | None) -> AsyncGenerator[list[str], None]:
+        """The keys of the parts holding links after `after`, a listing page at a time, in key order."""
+        while keys := await _link_keys(self.store, crawl_id, after, _LIST_PAGE):
+            yield keys
+            after = keys[-1]
+
+    async def _map_step(
+        self,
+        crawl_id: str,
+        cursor: Cursor,
+        feed: AsyncGenerator[list[str], None],
+        edge_budget: int,
+        record: bool = False,
+    ) -> list[str]:
+        """Map step `cursor["step"]`: the parts `feed` names, in its order, until `edge_budget` edges are read;
+        writes the map objects and the rows copies (and with `record`, the keys read); returns those keys."""
         shards: int = cursor["shards"]
-        after: str | None = cursor["after"]
         pairs: dict[int, dict[str, set[int]]] = {}
         copies: dict[str, list[bytes]] = {kind: [] for kind in BATCH_KINDS}
+        read: list[str] = []
         seen = 0
         batch_parts = _link_prefixes(crawl_id)[1]
 
@@ -254,23 +352,23 @@ class InlinkCounter:
             raw = await self.store.get_object(key) or b""
             return sections(raw, BATCH_KINDS) if key.startswith(batch_parts) else {"links": raw}
 
-        while seen < self.edge_budget:
-            keys = await _link_keys(self.store, crawl_id, after, _LIST_PAGE)
-            if not keys:
-                break
-            async with aclosing(read_ahead(keys, sections_of, READ_AHEAD)) as parts:
-                async for key, found in parts:
-                    after = key
-                    rows = load_lines(found["links"])
-                    seen += len(rows)
-                    map_pairs(rows, shards, into=pairs)
-                    for kind, raw in found.items():
-                        if raw.strip():
-                            copies[kind].append(raw if raw.endswith(b"\n") else raw + b"\n")
-                    if seen >= self.edge_budget:
-                        break
-        if after == cursor["after"]:  # nothing left to read; `after` stays: the high-water mark
-            return {**cursor, "phase": "reduce", "shard": 0}
+        async with aclosing(feed) as pages:
+            async for keys in pages:
+                async with aclosing(read_ahead(keys, sections_of, READ_AHEAD)) as parts:
+                    async for key, found in parts:
+                        read.append(key)
+                        rows = load_lines(found["links"])
+                        seen += len(rows)
+                        map_pairs(rows, shards, into=pairs)
+                        for kind, raw in found.items():
+                            if raw.strip():
+                                copies[kind].append(raw if raw.endswith(b"\n") else raw + b"\n")
+                        if seen >= edge_budget:
+                            break
+                if seen >= edge_budget:
+                    break
+        if not read:
+            return read
         step: int = cursor["step"]
         for kind, lines in copies.items():
             await self.store.put_object(
@@ -281,7 +379,9 @@ class InlinkCounter:
             body = {target: sorted(sources) for target, sources in sorted(targets.items())}
             key = f"{_base(crawl_id)}map/{shard:04d}/{step:06d}.json"
             await self.store.put_object(key, dumps(body))
-        return {**cursor, "after": after, "step": step + 1}
+        if record:
+            await self.store.put_object(_mapped_key(crawl_id, step), "\n".join(read).encode(), "text/plain")
+        return read
 
     async def _reduce(self, crawl_id: str, cursor: Cursor) -> Cursor:
         shards: int = cursor["shards"]
