@@ -118,7 +118,11 @@ class Container:
     def progress(self) -> ProgressChecker:
         return ProgressChecker(
             ProgressServices(
-                self.crawls, self.urls, self.robots, publish_journal=self.dead_letter_drain.publish
+                self.crawls,
+                self.urls,
+                self.robots,
+                publish_journal=self.dead_letter_drain.publish,
+                premap=self.reporter.premap,
             )
         )
 

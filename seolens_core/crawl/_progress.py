@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -12,6 +13,8 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.urls import JOURNAL_MARK, Journal, PendingUrl, UrlStore
 from seolens_core.crawl._robots_gate import RobotsGate
 from seolens_core.crawl._worker import part_time
+
+_log = logging.getLogger(__name__)
 
 SUSPENDED_FAILURES_TO_GIVE_UP = 3
 """A host whose robots.txt failed this many times in a row (and is still suspended) no longer keeps the crawl
@@ -80,6 +83,8 @@ class ProgressServices:
     clock: Callable[[], float] = time.time
     publish_journal: Callable[[Journal], Awaitable[None]] | None = None
     """Publishes an orphaned batch journal (`DeadLetterDrain.publish`); None: orphans are left open."""
+    premap: Callable[[str], Awaitable[None]] | None = None
+    """Work done for the report while the crawl runs (`Reporter.premap`), after each check that says RUNNING."""
 
 
 def journal_age_s(key: str, now: float) -> float | None:
@@ -97,7 +102,18 @@ class ProgressChecker:
         self.s = services
 
     async def check(self, crawl_id: str, previous: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The crawl's state; `previous` is the last check's answer (the state machine passes it along)."""
+        """The crawl's state; `previous` is the last check's answer (the state machine passes it along). While
+        the crawl runs, the check then does some of the report's work (`premap`): a failure there is logged and
+        left to the report, which does whatever was not done."""
+        answer = await self._check(crawl_id, previous)
+        if self.s.premap is not None and answer["state"] == "RUNNING" and not answer.get("settling"):
+            try:
+                await self.s.premap(crawl_id)
+            except Exception:
+                _log.exception("work ahead of the report failed (the report does it): crawl %s", crawl_id)
+        return answer
+
+    async def _check(self, crawl_id: str, previous: Mapping[str, Any] | None) -> dict[str, Any]:
         s = self.s
         record = await s.crawls.get(crawl_id)
         now = s.clock()

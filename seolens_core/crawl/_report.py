@@ -101,6 +101,8 @@ class ReportServices:
     """The fewest inlink/depth shards; more are used as the crawl's size asks (`inlink_shards()`)."""
     inlink_edge_budget: int = DEFAULT_EDGE_BUDGET
     orphans_budget_s: float = 240.0  # work per Orphans invocation before handing back to the loop
+    premap_budget_s: float = 3.0
+    """Inlink map work per progress check while the crawl runs (`Reporter.premap`); 0 turns it off."""
     # Delete the scratch objects under crawls/{id}/reportwork/ at the end (the ReportRole grants s3:DeleteObject
     # there and only there).
     clean_work: bool = False
@@ -473,13 +475,34 @@ class Reporter:
             parts.append(compare_crawls(*lists))
         return {"previous_crawl_id": previous.crawl_id, **merge_comparisons(parts)}
 
+    async def premap(self, crawl_id: str) -> None:
+        """While the crawl runs, map the link parts written so far (bounded by `premap_budget_s`): the Orphans
+        step after the crawl then maps only the rest. Sharded by the URLs discovered so far; a crawl that
+        finishes larger than that is mapped again from the start (`_inlink_cursor`)."""
+        if self.s.premap_budget_s <= 0:
+            return
+        record = await self.s.crawls.get(crawl_id)
+        if record.status is not CrawlStatus.RUNNING:
+            return
+        cursor = await self.inlinks.load(crawl_id) or start_cursor(
+            inlink_shards(self.s.inlink_shards, record.counters.get("n_discovered", 0))
+        )
+        if cursor["phase"] == "map":
+            await self.inlinks.premap(crawl_id, cursor, budget_s=self.s.premap_budget_s, clock=self.s.clock)
+
     async def _inlink_cursor(
         self, crawl_id: str, budget_s: float | None, record: CrawlRecord
     ) -> dict[str, Any]:
-        """Resume the inlink map/reduce and depth search from the checkpoint; to the end when `budget_s` is None."""
-        cursor = await self.inlinks.load(crawl_id) or start_cursor(
-            inlink_shards(self.s.inlink_shards, _urls_finished(record))
-        )
+        """Resume the inlink map/reduce and depth search from the checkpoint; to the end when `budget_s` is None.
+        A checkpoint premapped with fewer shards than the finished crawl needs is started over (the objects it
+        left hold true edges only, so a union with them stays exact)."""
+        shards = inlink_shards(self.s.inlink_shards, _urls_finished(record))
+        cursor = await self.inlinks.load(crawl_id)
+        premapped = cursor is not None and cursor.get("premapped_to") is not None
+        if cursor is None or (
+            premapped and cursor["phase"] in ("map", "sweep") and cursor["shards"] < shards
+        ):
+            cursor = start_cursor(shards)
         return await self.inlinks.run(
             crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
         )

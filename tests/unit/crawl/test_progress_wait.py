@@ -226,6 +226,47 @@ def test_only_a_read_of_the_table_calls_a_crawl_drained(queued: dict[str, int], 
     assert reads == 1 and out["state"] == "RUNNING" and out["pending_sample"] == 4
 
 
+@pytest.mark.parametrize(("in_table", "ahead"), [(4, ["c1"]), (0, [])])
+def test_a_running_crawl_gets_the_reports_work_done_ahead_a_drained_one_does_not(
+    in_table: int, ahead: list[str]
+) -> None:
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
+    crawl = _Crawl(settings, started=1_000.0)
+    done: list[str] = []
+
+    async def premap(crawl_id: str) -> None:
+        done.append(crawl_id)
+
+    services = ProgressServices(
+        crawls=cast(Any, crawl),
+        urls=cast(Any, _CountedPending(in_table)),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: 1_400.0,
+        premap=premap,
+    )
+    out = asyncio.run(ProgressChecker(services).check("c1"))
+    assert out["state"] == ("RUNNING" if in_table else "DRAINED")
+    assert done == ahead
+
+
+def test_work_ahead_that_fails_leaves_the_check_answered(caplog: pytest.LogCaptureFixture) -> None:
+    """The report does whatever the work ahead did not: a failure there never fails the monitor loop."""
+    settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
+
+    async def premap(crawl_id: str) -> None:
+        raise OSError("S3 unavailable")
+
+    services = ProgressServices(
+        crawls=cast(Any, _Crawl(settings, started=1_000.0)),
+        urls=cast(Any, _CountedPending(4)),
+        robots=cast(Any, _NoRobotsTrouble()),
+        clock=lambda: 1_400.0,
+        premap=premap,
+    )
+    assert asyncio.run(ProgressChecker(services).check("c1"))["state"] == "RUNNING"
+    assert "work ahead of the report failed" in caplog.text
+
+
 def test_the_first_check_reads_the_table() -> None:
     settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
     crawl = _Crawl(settings, started=1_000.0)
