@@ -249,11 +249,15 @@ class InlinkCounter:
         """Map steps over the parts written so far, while the crawl runs, so that the Orphans step after it
         maps only the rest. A part can land behind the cursor (its name is its worker's clock when it was
         written): each step records the keys it read, and the sweep after the last map step maps any part
-        up to `premapped_to` that no step read."""
+        up to `premapped_to` that no step read. Starts once `min_parts` parts wait, then maps them all if
+        `budget_s` allows (a check that left some behind would fall behind the crawl)."""
         started = clock()
-        while cursor["phase"] == "map":
-            if len(await _link_keys(self.store, crawl_id, cursor["after"], min_parts)) < min_parts:
-                break
+        if (
+            cursor["phase"] != "map"
+            or len(await _link_keys(self.store, crawl_id, cursor["after"], min_parts)) < min_parts
+        ):
+            return cursor
+        while True:
             read = await self._map_step(
                 crawl_id, cursor, self._forward(crawl_id, cursor["after"]), edge_budget, record=True
             )

@@ -294,3 +294,31 @@ def test_a_part_landing_behind_the_premap_cursor_is_swept() -> None:
     cursor = asyncio.run(go())
     assert counts(counter, 2, [URLS[5]]) == {URLS[5]: 3}
     assert len(copied_rows(store, cursor)) == 3
+
+
+def test_work_ahead_starts_at_its_minimum_then_maps_what_waits_within_its_budget() -> None:
+    """Below `min_parts` nothing is read; from there, step after step until no part waits (or the budget is
+    spent): a check that mapped one step's worth of a longer backlog would fall behind the crawl."""
+    store = MemoryObjects()
+    counter = InlinkCounter(store)
+
+    def land(first: int, count: int) -> None:
+        for i in range(first, first + count):
+            rows = [{"source": URLS[i % 12], "target": URLS[(i + 1) % 12], "internal": True}]
+            store.objects[f"crawls/{CRAWL}/parts/{i:05d}-x.jsonl"] = encode_batch({"links": rows}) or b""
+
+    async def premap(cursor: dict[str, Any], budget_s: float, ticks: list[float]) -> dict[str, Any]:
+        clock = iter(ticks)
+        return await counter.premap(
+            CRAWL, cursor, budget_s=budget_s, clock=lambda: next(clock), min_parts=5, edge_budget=2
+        )
+
+    land(0, 4)
+    cursor = asyncio.run(premap(start_cursor(2), 60, [0.0] * 50))
+    assert cursor["step"] == 0 and not any("/inlinks/" in k for k in store.objects)
+    land(4, 3)
+    cursor = asyncio.run(premap(cursor, 60, [0.0] * 50))
+    assert cursor["step"] == 4 and cursor["after"].endswith("00006-x.jsonl")  # 7 parts, 2 a step
+    land(7, 9)
+    cursor = asyncio.run(premap(cursor, 1.0, [0.0, 0.4, 0.8, 1.2, 9.9]))  # the budget ends after 3 steps
+    assert cursor["step"] == 7 and cursor["after"].endswith("00012-x.jsonl")
