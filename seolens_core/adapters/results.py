@@ -27,6 +27,8 @@ from seolens_core.adapters._json import dump_lines, load_lines
 # S3 multipart parts must be at least 5 MiB except the last one; 8 MiB keeps the part count of a 1M-page
 # pages.jsonl (~2 GB) under the 10,000-part limit.
 PART_SIZE = 8 * 1024 * 1024
+MIN_PART_SIZE = 5 * 1024 * 1024
+"""S3 refuses a multipart part under this size unless it is the last."""
 READ_AHEAD = 8
 """Parts read at once by the readers that walk every part of a crawl (the report, the inlink map): one at a
 time, a 20,000-page crawl's 2,000 parts took as many round trips in turn."""
@@ -57,12 +59,35 @@ class StreamingUpload:
         if len(self._buffer) >= self._part_size:
             await self._flush()
 
-    async def _flush(self) -> None:
+    async def copy(self, key: str, size: int) -> bool:
+        """Append the object `key` (of `size` bytes, in the same bucket) as the next part, copied by S3 without
+        passing through here. Only with nothing buffered (a copied part takes no bytes with it) and from
+        `MIN_PART_SIZE` up; False: nothing was done, the caller writes the bytes instead."""
+        if self._buffer or size < MIN_PART_SIZE:
+            return False
+        await self._start()
+        await self._sent()
+        number = len(self._parts) + 1
+        resp = await self._client.upload_part_copy(
+            Bucket=self._bucket,
+            Key=self.key,
+            UploadId=self._upload_id,
+            PartNumber=number,
+            CopySource={"Bucket": self._bucket, "Key": key},
+        )
+        self._parts.append({"ETag": resp["CopyPartResult"]["ETag"], "PartNumber": number})
+        self.size += size
+        return True
+
+    async def _start(self) -> None:
         if self._upload_id is None:
             resp = await self._client.create_multipart_upload(
                 Bucket=self._bucket, Key=self.key, ContentType=self._content_type
             )
             self._upload_id = resp["UploadId"]
+
+    async def _flush(self) -> None:
+        await self._start()
         await self._sent()
         body, self._buffer = bytes(self._buffer), bytearray()
         self._sending = asyncio.ensure_future(self._send(len(self._parts) + 1, body))

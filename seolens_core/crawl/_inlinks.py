@@ -113,7 +113,27 @@ CURSOR_VERSION = 2
 
 
 def start_cursor(shards: int = DEFAULT_SHARDS) -> Cursor:
-    return {"v": CURSOR_VERSION, "phase": "map", "after": None, "step": 0, "shard": 0, "shards": shards}
+    return {
+        "v": CURSOR_VERSION,
+        "phase": "map",
+        "after": None,
+        "step": 0,
+        "shard": 0,
+        "shards": shards,
+        "links": 0,
+    }
+
+
+def _after_step(cursor: Cursor, links: int, **changes: Any) -> Cursor:
+    """The cursor after one more map step, which copied `links` link rows: `links` is then the rows copied by
+    all its steps (None for a checkpoint written before it was counted)."""
+    total = cursor.get("links")
+    return {
+        **cursor,
+        **changes,
+        "step": cursor["step"] + 1,
+        "links": None if total is None else total + links,
+    }
 
 
 def is_done(cursor: Cursor | None) -> bool:
@@ -258,12 +278,12 @@ class InlinkCounter:
         ):
             return cursor
         while True:
-            read = await self._map_step(
+            read, links = await self._map_step(
                 crawl_id, cursor, self._forward(crawl_id, cursor["after"]), edge_budget, record=True
             )
             if not read:
                 break
-            cursor = {**cursor, "after": read[-1], "premapped_to": read[-1], "step": cursor["step"] + 1}
+            cursor = _after_step(cursor, links, after=read[-1], premapped_to=read[-1])
             await self.save(crawl_id, cursor)
             if clock() - started >= budget_s:
                 break
@@ -299,13 +319,13 @@ class InlinkCounter:
         return {} if raw is None else dict(loads(raw))
 
     async def _map(self, crawl_id: str, cursor: Cursor) -> Cursor:
-        read = await self._map_step(
+        read, links = await self._map_step(
             crawl_id, cursor, self._forward(crawl_id, cursor["after"]), self.edge_budget
         )
         if not read:  # nothing left to read; `after` stays: the high-water mark
             after_map = "sweep" if cursor.get("premapped_to") is not None else "reduce"
             return {**cursor, "phase": after_map, "shard": 0}
-        return {**cursor, "after": read[-1], "step": cursor["step"] + 1}
+        return _after_step(cursor, links, after=read[-1])
 
     async def _sweep(self, crawl_id: str, cursor: Cursor) -> Cursor:
         """Map the parts up to `premapped_to` that no step read (they landed behind a map step that ran while
@@ -326,8 +346,8 @@ class InlinkCounter:
             for start in range(0, len(missed), _LIST_PAGE):
                 yield missed[start : start + _LIST_PAGE]
 
-        await self._map_step(crawl_id, cursor, pages(), self.edge_budget, record=True)
-        return {**cursor, "step": cursor["step"] + 1}
+        _, links = await self._map_step(crawl_id, cursor, pages(), self.edge_budget, record=True)
+        return _after_step(cursor, links)
 
     async def _forward(self, crawl_id: str, after: str | None) -> AsyncGenerator[list[str], None]:
         """The keys of the parts holding links after `after`, a listing page at a time, in key order."""
@@ -342,9 +362,10 @@ class InlinkCounter:
         feed: AsyncGenerator[list[str], None],
         edge_budget: int,
         record: bool = False,
-    ) -> list[str]:
+    ) -> tuple[list[str], int]:
         """Map step `cursor["step"]`: the parts `feed` names, in its order, until `edge_budget` edges are read;
-        writes the map objects and the rows copies (and with `record`, the keys read); returns those keys."""
+        writes the map objects and the rows copies (and with `record`, the keys read); returns those keys and
+        the link rows copied."""
         shards: int = cursor["shards"]
         pairs: dict[int, dict[str, set[int]]] = {}
         copies: dict[str, list[bytes]] = {kind: [] for kind in BATCH_KINDS}
@@ -372,7 +393,7 @@ class InlinkCounter:
                 if seen >= edge_budget:
                     break
         if not read:
-            return read
+            return read, 0
         step: int = cursor["step"]
         for kind, lines in copies.items():
             await self.store.put_object(
@@ -385,7 +406,7 @@ class InlinkCounter:
             await self.store.put_object(key, dumps(body))
         if record:
             await self.store.put_object(_mapped_key(crawl_id, step), "\n".join(read).encode(), "text/plain")
-        return read
+        return read, seen
 
     async def _reduce(self, crawl_id: str, cursor: Cursor) -> Cursor:
         shards: int = cursor["shards"]

@@ -293,19 +293,31 @@ class Reporter:
             for finding in audit.page_findings():
                 await site_finding(finding)
 
-            # 5. Links: the map steps' copies of the link rows, written to links.jsonl as read while the link
-            # rules see them (a redirect hop is not a link on a page: chains come from the pages' redirect_to).
+            # 5. Links: links.jsonl is the map steps' copies of the link rows, in order (each copied by S3 where
+            # it can be, written through here otherwise); the link rules see the rows linking to a page that can
+            # make a finding (a redirect hop is not a link on a page: chains come from the pages' redirect_to).
+            # Most links go to 2xx pages: only those rows are decoded, and with no such page none is read.
             n_links = 0
             links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
             try:
-                # Only the rows linking to a page that can make a finding are decoded (most link to 2xx pages).
                 targets = {dumps(url)[1:-1] for url in audit.link_targets()}
-                async for block in _read_through(s.results, rows_keys(crawl_id, "links", cursor)):
-                    await links_out.write(block)
-                    n_links += _count_lines(block)
-                    links = (loads(line) for line in lines_where(block, "target", targets))
-                    for link_finding in audit.link_rows(link for link in links if not link.get("redirect")):
-                        await site_finding(link_finding)
+                counted = cursor.get("links")
+                for key in rows_keys(crawl_id, "links", cursor):
+                    size = await s.results.size(key)
+                    copied = await links_out.copy(key, size)
+                    if copied and not targets and counted is not None:
+                        continue
+                    async for block in _blocks(s.results, key, size, STREAM_READ, ahead=1):
+                        if not copied:
+                            await links_out.write(block)
+                        n_links += _count_lines(block)
+                        links = (loads(line) for line in lines_where(block, "target", targets))
+                        for link_finding in audit.link_rows(
+                            link for link in links if not link.get("redirect")
+                        ):
+                            await site_finding(link_finding)
+                if not targets and counted is not None:
+                    n_links = counted
                 keys["links.jsonl"] = await links_out.close()
             except BaseException:
                 await links_out.abort()

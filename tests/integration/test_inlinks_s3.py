@@ -69,3 +69,34 @@ def test_counts_on_s3_equal_count_inlinks_and_resume_from_the_checkpoint(control
         "0000000000012-abc.jsonl"
     )
     assert len(app.run(results.list_keys(f"crawls/{crawl_id}/parts/"))) == 12
+
+
+def test_an_upload_copies_large_objects_server_side_and_writes_the_rest(control_cloud: LocalCloud) -> None:
+    """`StreamingUpload.copy` on the embedded S3, which refuses a part under 5 MiB that is not the last: the
+    objects it may copy are copied, the others written, and the result is every object's bytes in order."""
+    del control_cloud
+    app = container()
+    results = app.results
+    base = f"copytest/{uuid.uuid4().hex[:8]}/"
+    mib = 1024 * 1024
+    sizes = [6 * mib, 1 * mib, 6 * mib, 2 * mib, 7 * mib, 5 * mib]
+    bodies = [bytes([65 + i]) * size for i, size in enumerate(sizes)]
+    for i, body in enumerate(bodies):
+        app.run(results.put_object(f"{base}{i}", body, "application/octet-stream"))
+
+    async def assemble() -> list[bool]:
+        out = results.open_object(f"{base}all", "application/octet-stream")
+        copied = []
+        for i, body in enumerate(bodies):
+            done = await out.copy(f"{base}{i}", len(body))
+            if not done:
+                await out.write(body)
+            copied.append(done)
+        assert out.size == sum(sizes)
+        await out.close()
+        return copied
+
+    # 0 copied; 1 buffered, so 2 and 3 are written (9 MiB: a part is sent, the buffer empties); 4 copied;
+    # 5 at the minimum, copied as the last part.
+    assert app.run(assemble()) == [True, False, False, False, True, True]
+    assert app.run(results.get_file(f"{base}all")) == b"".join(bodies)

@@ -269,6 +269,7 @@ def test_premapping_while_parts_land_out_of_order_counts_every_edge_once(
     assert counts(counter, shards, URLS) == expected
     everything = sorted(json.dumps(r, sort_keys=True) for p in parts for r in p)
     assert sorted(json.dumps(r, sort_keys=True) for r in copied_rows(store, cursor)) == everything
+    assert cursor["links"] == len(everything)  # the report's link count when it has no reason to read them
     assert sorted(r["url"] for r in copied_rows(store, cursor, "pages")) == sorted(
         f"u{i}" for i in range(len(parts))
     )
