@@ -127,6 +127,13 @@ class _Target:
 _PLAIN = _Target(200, None, None, None, False, frozenset())
 
 
+def _can_make_link_finding(target: _Target) -> bool:
+    """A link to it can be broken (a fetch error, 4xx, 5xx) or, internal, lead to a redirect (3xx): `link()`."""
+    return not target.waf and (
+        target.error is not None or (target.status is not None and target.status >= 300)
+    )
+
+
 def _status_text(target: _Target) -> str:
     return f"fetch error: {target.error}" if target.error is not None else f"status {target.status}"
 
@@ -372,7 +379,7 @@ class SiteAudit:
         if self._count_links and link.internal and link.source != link.target:
             self._counted[link.target] += 1
         target = self._targets.get(link.target)  # a plain 2xx target makes no link finding
-        if target is None or target.waf:
+        if target is None or not _can_make_link_finding(target):
             return None
         broken = target.error is not None or (target.status is not None and target.status >= 400)
         code: str | None = None
@@ -388,7 +395,7 @@ class SiteAudit:
     def link_targets(self) -> Collection[str]:
         """The URLs a link can make a finding for: unless links are counted, `link()` of a link to any other
         URL does nothing, so a caller may skip such links unread."""
-        return self._targets.keys()
+        return [url for url, target in self._targets.items() if _can_make_link_finding(target)]
 
     def link_rows(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Finding]:
         """`link()` of each stored link row; a row that cannot make a finding (its target is a plain 2xx

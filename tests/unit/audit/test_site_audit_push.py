@@ -69,3 +69,21 @@ def test_a_link_finding_is_reported_once_per_source_target_and_code() -> None:
     assert first is not None and first.code == "ALERT_BROKEN_INTERNAL_LINK"
     assert audit.link(LinkRow(S + "/a", S + "/gone", True)) is None
     assert audit.link(LinkRow(S + "/b", S + "/unknown", True)) is None
+
+
+def test_links_to_pages_outside_link_targets_make_no_finding() -> None:
+    """The report reads only the link rows to `link_targets()`: every link finding has its target there, and
+    a page that cannot make one (2xx with another canonical or hreflang, a WAF page, unfetched) is not."""
+    for seed in range(20):
+        pages, links = _site(seed)
+        pages.append(PageRow(url=S + "/disallowed", status=None, outcome="disallowed"))
+        links += [LinkRow(S + "/p1", S + "/disallowed", internal=True)]
+        audit = SiteAudit(iter(pages), count_links=False)
+        list(audit.page_findings())
+        targets = set(audit.link_targets())
+        outside = [link for link in links if link.target not in targets]
+        assert outside and all(audit.link(link) is None for link in outside)
+        assert any(audit.link(link) is not None for link in links if link.target in targets)
+        for page in pages:
+            can = page.waf_provider is None and (page.error is not None or (page.status or 0) >= 300)
+            assert (page.url in targets) == can, page
