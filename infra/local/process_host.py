@@ -28,7 +28,7 @@ from seolens_core.adapters._metering import GLOBAL_METER, counts_since
 from seolens_core.adapters._stored_units import TableSchema
 
 STOP_TIMEOUT_S = 10.0
-PRELOAD = ("infra.local.process_host",)
+PRELOAD = ("infra.local.process_host", "infra.local.warm_models")
 """Imported once by the fork server, so each environment starts with the SDKs and the core already in memory
 (spawned, each child imported them itself: ~1.7 s of CPU each). Only modules that read no environment variable
 at import: the handler's own module (its Powertools objects read their settings then) is imported by the child.
