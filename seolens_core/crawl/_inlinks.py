@@ -85,6 +85,8 @@ DEFAULT_SHARDS_PER_STEP = 1
 FRONTIER_SET_MAX = 2_000_000
 """Frontier keys held as a set (C-speed membership, ~140 MB at most); a larger level is searched by bisection."""
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
+CHECKPOINT_S = 1.0
+"""Seconds of steps between two checkpoints of a run (and one at its end)."""
 PREMAP_MIN_PARTS = 100
 """A map step while the crawl runs waits for this many new parts (about 1,000 pages), so the steps stay few."""
 PREMAP_EDGE_BUDGET = DEFAULT_EDGE_BUDGET // 4
@@ -242,8 +244,10 @@ class InlinkCounter:
         clock: Callable[[], float] = time.monotonic,
         starts: Sequence[str] = (),
     ) -> Cursor:
-        """Steps until done or until `budget_s` has passed (at least one step); checkpoints after each."""
-        started = clock()
+        """Steps until done or until `budget_s` has passed (at least one step). Checkpoints at the end and at
+        least every `CHECKPOINT_S` on the way: every step is idempotent, so a retried invocation redoes at most
+        that much (a depth step takes ~20 ms, and a checkpoint after each was most of the depth search)."""
+        started = saved = clock()
         cursor = cursor or start_cursor()
         if is_done(cursor) and await _link_keys(
             self.store, crawl_id, cursor["after"], 1
@@ -251,8 +255,12 @@ class InlinkCounter:
             cursor = {**cursor, "phase": "map"}
         while not is_done(cursor):
             cursor = await self.step(crawl_id, cursor, starts)
-            await self.save(crawl_id, cursor)
-            if budget_s is not None and clock() - started >= budget_s:
+            now = clock()
+            out_of_budget = budget_s is not None and now - started >= budget_s
+            if is_done(cursor) or out_of_budget or now - saved >= CHECKPOINT_S:
+                await self.save(crawl_id, cursor)
+                saved = now
+            if out_of_budget:
                 break
         return cursor
 

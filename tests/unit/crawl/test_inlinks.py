@@ -323,3 +323,24 @@ def test_work_ahead_starts_at_its_minimum_then_maps_what_waits_within_its_budget
     land(7, 9)
     cursor = asyncio.run(premap(cursor, 1.0, [0.0, 0.4, 0.8, 1.2, 9.9]))  # the budget ends after 3 steps
     assert cursor["step"] == 7 and cursor["after"].endswith("00012-x.jsonl")
+
+
+def test_a_run_checkpoints_every_second_of_steps_and_at_its_end() -> None:
+    """Ten one-edge map steps at 0.3 s each, then the end of the map and one reduce (12 steps): checkpoints
+    after 1.2 s and 2.4 s of steps, and at the end (3.6 s), not one per step."""
+    saved: list[dict[str, Any]] = []
+
+    class Recording(MemoryObjects):
+        async def put_object(self, key: str, body: bytes, content_type: str = "application/json") -> None:
+            if key.endswith("/cursor.json"):
+                saved.append(json.loads(body))
+            await super().put_object(key, body, content_type)
+
+    store = Recording()
+    put_parts(store, [[{"source": URLS[i], "target": URLS[0], "internal": True}] for i in range(1, 11)])
+    counter = InlinkCounter(store, edge_budget=1)
+    ticks = iter([i * 0.3 for i in range(100)])
+    cursor = asyncio.run(counter.run(CRAWL, start_cursor(1), clock=lambda: next(ticks)))
+    assert is_done(cursor)
+    assert [c["step"] for c in saved] == [4, 8, 10] and saved[-1] == cursor
+    assert counts(counter, 1, URLS) == {URLS[0]: 10}
