@@ -87,8 +87,9 @@ FRONTIER_SET_MAX = 2_000_000
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
 CHECKPOINT_S = 1.0
 """Seconds of steps between two checkpoints of a run (and one at its end)."""
-PREMAP_MIN_PARTS = 100
-"""A map step while the crawl runs waits for this many new parts (about 1,000 pages), so the steps stay few."""
+PREMAP_MIN_PARTS = 20
+"""Map steps while the crawl runs wait for this many new parts (~1,000 pages, ~6 MB of link rows: the report
+copies a step's rows server-side from 5 MiB), so the steps stay few and the Orphans step has little left."""
 PREMAP_EDGE_BUDGET = DEFAULT_EDGE_BUDGET // 4
 """Edges of one map step while the crawl runs: the Progress function's memory is a quarter of the Report's."""
 
