@@ -278,15 +278,13 @@ class InlinkCounter:
         """Map steps over the parts written so far, while the crawl runs, so that the Orphans step after it
         maps only the rest. A part can land behind the cursor (its name is its worker's clock when it was
         written): each step records the keys it read, and the sweep after the last map step maps any part
-        up to `premapped_to` that no step read. Starts once `min_parts` parts wait, then maps them all if
-        `budget_s` allows (a check that left some behind would fall behind the crawl)."""
+        up to `premapped_to` that no step read. A step whenever `min_parts` parts wait, as long as `budget_s`
+        allows: one step a call fell behind the crawl, and steps of the few parts landed meanwhile multiplied
+        the map objects the reduce reads."""
         started = clock()
-        if (
-            cursor["phase"] != "map"
-            or len(await _link_keys(self.store, crawl_id, cursor["after"], min_parts)) < min_parts
-        ):
-            return cursor
-        while True:
+        while cursor["phase"] == "map":
+            if len(await _link_keys(self.store, crawl_id, cursor["after"], min_parts)) < min_parts:
+                break
             read, links = await self._map_step(
                 crawl_id, cursor, self._forward(crawl_id, cursor["after"]), edge_budget, record=True
             )

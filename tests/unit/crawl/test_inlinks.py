@@ -297,9 +297,9 @@ def test_a_part_landing_behind_the_premap_cursor_is_swept() -> None:
     assert len(copied_rows(store, cursor)) == 3
 
 
-def test_work_ahead_starts_at_its_minimum_then_maps_what_waits_within_its_budget() -> None:
-    """Below `min_parts` nothing is read; from there, step after step until no part waits (or the budget is
-    spent): a check that mapped one step's worth of a longer backlog would fall behind the crawl."""
+def test_work_ahead_maps_a_step_whenever_its_minimum_waits_within_its_budget() -> None:
+    """A step whenever `min_parts` parts wait (one step a check fell behind the crawl; a step for each part
+    or two landed meanwhile multiplied the map objects), until the budget is spent."""
     store = MemoryObjects()
     counter = InlinkCounter(store)
 
@@ -311,18 +311,18 @@ def test_work_ahead_starts_at_its_minimum_then_maps_what_waits_within_its_budget
     async def premap(cursor: dict[str, Any], budget_s: float, ticks: list[float]) -> dict[str, Any]:
         clock = iter(ticks)
         return await counter.premap(
-            CRAWL, cursor, budget_s=budget_s, clock=lambda: next(clock), min_parts=5, edge_budget=2
+            CRAWL, cursor, budget_s=budget_s, clock=lambda: next(clock), min_parts=3, edge_budget=2
         )
 
-    land(0, 4)
+    land(0, 2)
     cursor = asyncio.run(premap(start_cursor(2), 60, [0.0] * 50))
     assert cursor["step"] == 0 and not any("/inlinks/" in k for k in store.objects)
-    land(4, 3)
-    cursor = asyncio.run(premap(cursor, 60, [0.0] * 50))
-    assert cursor["step"] == 4 and cursor["after"].endswith("00006-x.jsonl")  # 7 parts, 2 a step
+    land(2, 5)
+    cursor = asyncio.run(premap(cursor, 60, [0.0] * 50))  # 7 wait: 2, 2, then 3 wait: 2; 1 left
+    assert cursor["step"] == 3 and cursor["after"].endswith("00005-x.jsonl")
     land(7, 9)
-    cursor = asyncio.run(premap(cursor, 1.0, [0.0, 0.4, 0.8, 1.2, 9.9]))  # the budget ends after 3 steps
-    assert cursor["step"] == 7 and cursor["after"].endswith("00012-x.jsonl")
+    cursor = asyncio.run(premap(cursor, 1.0, [0.0, 0.4, 0.8, 1.2, 9.9]))  # 10 wait; the budget ends after 3
+    assert cursor["step"] == 6 and cursor["after"].endswith("00011-x.jsonl")
 
 
 def test_a_run_checkpoints_every_second_of_steps_and_at_its_end() -> None:
