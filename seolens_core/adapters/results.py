@@ -10,6 +10,7 @@ batch's pages, pacing and links rows share one object (`put_batch`, under `parts
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -80,11 +81,20 @@ class StreamingUpload:
         return True
 
     async def _start(self) -> None:
-        if self._upload_id is None:
-            resp = await self._client.create_multipart_upload(
+        if self._upload_id is not None:
+            return
+        creating = asyncio.ensure_future(
+            self._client.create_multipart_upload(
                 Bucket=self._bucket, Key=self.key, ContentType=self._content_type
             )
-            self._upload_id = resp["UploadId"]
+        )
+        try:
+            resp = await asyncio.shield(creating)
+        except asyncio.CancelledError:  # cancelled meanwhile: learn the upload's id, so that `abort` ends it
+            with contextlib.suppress(Exception):
+                self._upload_id = (await creating)["UploadId"]
+            raise
+        self._upload_id = resp["UploadId"]
 
     async def _flush(self) -> None:
         await self._start()

@@ -34,6 +34,7 @@ pages for their rules (docs/PERFORMANCE.md "Report step memory").
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import heapq
 import io
@@ -258,6 +259,7 @@ class Reporter:
             del pages, sitemap, counts
 
         findings = _FindingSink(s.results.open_file(crawl_id, "findings.csv", "text/csv"), work)
+        links_file: asyncio.Future[tuple[str, int]] | None = None
         alerts_spool = work.spool("alerts")
         try:
             # 3. Pages in (depth, url) order: page findings, then the site rules fed page by page.
@@ -296,32 +298,16 @@ class Reporter:
             # 5. Links: links.jsonl is the map steps' copies of the link rows, in order (each copied by S3 where
             # it can be, written through here otherwise); the link rules see the rows linking to a page that can
             # make a finding (a redirect hop is not a link on a page: chains come from the pages' redirect_to).
-            # Most links go to 2xx pages: only those rows are decoded, and with no such page none is read.
-            n_links = 0
-            links_out = s.results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
-            try:
-                targets = {dumps(url)[1:-1] for url in audit.link_targets()}
-                counted = cursor.get("links")
-                for key in rows_keys(crawl_id, "links", cursor):
-                    size = await s.results.size(key)
-                    copied = await links_out.copy(key, size)
-                    if copied and not targets and counted is not None:
-                        continue
-                    async for block in _blocks(s.results, key, size, STREAM_READ, ahead=1):
-                        if not copied:
-                            await links_out.write(block)
-                        n_links += _count_lines(block)
-                        links = (loads(line) for line in lines_where(block, "target", targets))
-                        for link_finding in audit.link_rows(
-                            link for link in links if not link.get("redirect")
-                        ):
-                            await site_finding(link_finding)
-                if not targets and counted is not None:
-                    n_links = counted
-                keys["links.jsonl"] = await links_out.close()
-            except BaseException:
-                await links_out.abort()
-                raise
+            # Most links go to 2xx pages: only those rows are decoded. With no page a link can make a finding
+            # for, none is read, and the file is assembled while the report goes on (S3 does most of it).
+            targets = {dumps(url)[1:-1] for url in audit.link_targets()}
+            if not targets and cursor.get("links") is not None:
+                links_file = asyncio.ensure_future(self._links_file(crawl_id, cursor, targets, None))
+            else:
+                links_file = asyncio.get_running_loop().create_future()
+                links_file.set_result(
+                    await self._links_file(crawl_id, cursor, targets, (audit, site_finding))
+                )
             del audit
             async for (url,) in work.merge("orphans"):
                 await site_finding(
@@ -386,9 +372,14 @@ class Reporter:
                     _stopped_finding(record, stopped, stats.by_outcome.get("not_crawled", 0), sitemaps_whole)
                 )
             keys["findings.csv"] = await findings.close()
+            keys["links.jsonl"], n_links = await links_file
         except BaseException:
             await findings.abort()
             raise
+        finally:
+            if links_file is not None and not links_file.done():  # the report failed: the upload goes too
+                links_file.cancel()
+                await asyncio.gather(links_file, return_exceptions=True)
         report = {
             "crawl_id": crawl_id,
             "site": record.site,
@@ -518,6 +509,41 @@ class Reporter:
         return await self.inlinks.run(
             crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
         )
+
+    async def _links_file(
+        self,
+        crawl_id: str,
+        cursor: dict[str, Any],
+        targets: set[bytes],
+        rules: tuple[SiteAudit, Callable[[Finding], Awaitable[None]]] | None,
+    ) -> tuple[str, int]:
+        """links.jsonl from the map steps' copies of the link rows (step 5 of `build`): its key and rows. With
+        `rules`, the rows linking to `targets` go through the link rules; without, none is read that S3 can
+        copy, and the row count is the map steps' (`cursor["links"]`)."""
+        results = self.s.results
+        n_links = 0
+        out = results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
+        try:
+            for key in rows_keys(crawl_id, "links", cursor):
+                size = await results.size(key)
+                copied = await out.copy(key, size)
+                if copied and rules is None:
+                    continue
+                async for block in _blocks(results, key, size, STREAM_READ, ahead=1):
+                    if not copied:
+                        await out.write(block)
+                    n_links += _count_lines(block)
+                    if rules is not None:
+                        audit, site_finding = rules
+                        links = (loads(line) for line in lines_where(block, "target", targets))
+                        for link_finding in audit.link_rows(
+                            link for link in links if not link.get("redirect")
+                        ):
+                            await site_finding(link_finding)
+            return await out.close(), n_links if rules is not None else int(cursor["links"])
+        except BaseException:
+            await out.abort()
+            raise
 
     async def _page_and_pacing_rows(
         self, crawl_id: str, cursor: dict[str, Any]

@@ -74,3 +74,31 @@ def test_links_jsonl_is_every_link_row_in_order_however_it_was_assembled(
         assert findings["ALERT_BROKEN_INTERNAL_LINK"] >= 1
     else:  # no page can make a link finding: only the last step's copy, under a part's minimum, is read
         assert links_read == {"000002.jsonl"}
+
+
+def test_a_report_that_fails_while_links_jsonl_is_assembled_leaves_no_upload(
+    control_cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """links.jsonl is assembled while the report goes on: a later failure cancels it and aborts its upload."""
+    import boto3
+
+    from seolens_core.crawl import _report
+
+    app = container()
+    base = app.reporter.s
+    crawl_id, _ = _crawl(app, f"https://l{uuid.uuid4().hex[:6]}.test", broken=False)
+    real_put_run = _report._Work.put_run
+
+    async def put_run(self: Any, name: str, shard: int, items: list[Any]) -> None:
+        if name == "final":
+            raise RuntimeError("the report failed after links.jsonl was started")
+        await real_put_run(self, name, shard, items)
+
+    monkeypatch.setattr(_report._Work, "put_run", put_run)
+    services = ReportServices(base.crawls, base.urls, base.results, None, None, inlink_edge_budget=10_000)
+    with pytest.raises(RuntimeError, match="after links"):
+        app.run(Reporter(services).run(crawl_id, "report"))
+    assert app.run(app.results.get_object(f"crawls/{crawl_id}/report/links.jsonl")) is None
+    s3 = boto3.client("s3", endpoint_url=control_cloud.endpoint_url, region_name="us-east-1")
+    uploads = s3.list_multipart_uploads(Bucket=app.resources.results_bucket, Prefix=f"crawls/{crawl_id}/")
+    assert uploads.get("Uploads", []) == []
