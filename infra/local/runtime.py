@@ -5,6 +5,7 @@ the worker and the state machine run by a local executor.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -300,12 +301,13 @@ def crawl_cost(
 
 
 def download_outputs(crawl_id: str, out_dir: Path) -> dict[str, Path]:
+    """The crawl's report files, downloaded side by side into `out_dir`, each streamed to its file."""
     app = container()
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    for key in app.run(app.results.report_keys(crawl_id)):
-        name = key.rsplit("/", 1)[-1]
-        target = out_dir / name
-        target.write_bytes(app.run(app.results.get_file(key)))
-        paths[name] = target
-    return paths
+    paths = {key.rsplit("/", 1)[-1]: key for key in app.run(app.results.report_keys(crawl_id))}
+
+    async def download_all() -> None:
+        await asyncio.gather(*(app.results.download(key, out_dir / name) for name, key in paths.items()))
+
+    app.run(download_all())
+    return {name: out_dir / name for name in paths}

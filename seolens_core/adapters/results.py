@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any
 
 from seolens_core.adapters._batch_part import (
@@ -30,6 +31,7 @@ from seolens_core.adapters._json import dump_lines, load_lines
 PART_SIZE = 8 * 1024 * 1024
 MIN_PART_SIZE = 5 * 1024 * 1024
 """S3 refuses a multipart part under this size unless it is the last."""
+DOWNLOAD_CHUNK = 1024 * 1024
 READ_AHEAD = 8
 """Parts read at once by the readers that walk every part of a crawl (the report, the inlink map): one at a
 time, a 20,000-page crawl's 2,000 parts took as many round trips in turn."""
@@ -281,6 +283,23 @@ class ResultsStore:
         async with resp["Body"] as stream:
             data: bytes = await stream.read()
         return data
+
+    async def download(self, key: str, target: Path, chunk_size: int = DOWNLOAD_CHUNK) -> int:
+        """Copy an object to a local file, `chunk_size` bytes at a time (a 1M-page links.jsonl is gigabytes);
+        returns its size. The file appears whole or not at all: written beside `target`, then renamed."""
+        partial = target.with_name(f".{target.name}.partial")
+        size = 0
+        try:
+            resp = await self._client.get_object(Bucket=self._bucket, Key=key)
+            with partial.open("wb") as out:
+                async with resp["Body"] as stream:
+                    async for chunk in stream.iter_chunks(chunk_size):
+                        out.write(chunk)
+                        size += len(chunk)
+            partial.replace(target)
+        finally:
+            partial.unlink(missing_ok=True)
+        return size
 
     async def get_range(self, key: str, start: int, length: int) -> bytes:
         """Bytes `start` .. `start + length - 1` of an object (fewer at its end; `start` must be inside it)."""

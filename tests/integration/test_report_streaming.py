@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import tracemalloc
 import uuid
+from pathlib import Path
 
 import boto3
+import pytest
+from botocore.exceptions import ClientError
 
 from infra.local.runtime import LocalCloud
 from seolens_core.bootstrap import container
@@ -50,3 +54,28 @@ def test_a_small_output_is_one_put_and_an_aborted_one_leaves_nothing(control_clo
     app.run(aborted.write(b"x" * (5 * MIB + 1)))  # one part sent
     app.run(aborted.abort())
     assert app.run(app.results.get_object(f"crawls/{crawl_id}/report/pages.jsonl")) is None
+
+
+def test_a_download_streams_to_its_file_and_a_failed_one_leaves_no_file(
+    control_cloud: LocalCloud, tmp_path: Path
+) -> None:
+    app = container()
+    key = f"crawls/dl-{uuid.uuid4().hex[:8]}/report/links.jsonl"
+    body = bytes(range(256)) * (24 * MIB // 256)
+    s3 = boto3.client("s3", endpoint_url=control_cloud.endpoint_url, region_name="us-east-1")
+    s3.put_object(Bucket=app.resources.results_bucket, Key=key, Body=body)
+    target = tmp_path / "links.jsonl"
+    tracemalloc.start()
+    try:
+        size = app.run(app.results.download(key, target, chunk_size=MIB))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size == len(body) and target.read_bytes() == body
+    assert peak < 8 * MIB  # the whole object read at once peaks at 24 MiB and more
+    assert [p.name for p in tmp_path.iterdir()] == ["links.jsonl"]  # no partial file left beside it
+
+    missing = tmp_path / "gone.jsonl"
+    with pytest.raises(ClientError):
+        app.run(app.results.download(key + ".missing", missing))
+    assert [p.name for p in tmp_path.iterdir()] == ["links.jsonl"]
