@@ -37,12 +37,12 @@ add pairs that are already there. Memory per reduce step is bounded by the edges
 edges / shards: pick `shards` so that fits (16 for the default Lambda up to ~3M edges; 256 for 50M).
 
 Depth: the shortest click distance from a start URL over the same internal edges (the report's `depth`),
-by a breadth-first search run level by level over the graph files, one shard per step: a target of the
-shard not yet in the shard's depth map gets `level + 1` when one of its source keys is in the frontier of
-`level` (a sorted array of 8-byte keys; a set of them up to `FRONTIER_SET_MAX` keys, searched by bisection
-beyond). A step holds one shard's in-edges and depth map plus the frontier (8 bytes per URL of one level,
-~70 as a set), never the graph. The depth phase runs only when the
-start URLs are passed to `step`/`run` (the report does; the counts alone do not need it). The frontier
+by a breadth-first search run level by level over the graph files, `DEPTH_SHARDS_AT_ONCE` shards of a level
+per step (searched at once, their S3 round trips overlapping): a target of a shard not yet in the shard's
+depth map gets `level + 1` when one of its source keys is in the frontier of `level` (a sorted array of
+8-byte keys; a set of them up to `FRONTIER_SET_MAX` keys, searched by bisection beyond). A step holds those
+shards' in-edges and depth maps plus the frontier (8 bytes per URL of one level, ~70 as a set), never the
+graph. The depth phase runs only when the start URLs are passed to `step`/`run` (the report does; the counts alone do not need it). The frontier
 message's `depth` is not used for this: workers run in parallel, so the first discovery of a URL is not
 always along a shortest path.
 
@@ -61,6 +61,7 @@ crawl went on after a redrive) maps only those and reduces again, which the unio
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import heapq
 import time
@@ -82,6 +83,8 @@ Cursor = dict[str, Any]
 DEFAULT_SHARDS = 16
 DEFAULT_EDGE_BUDGET = 200_000
 DEFAULT_SHARDS_PER_STEP = 1
+DEPTH_SHARDS_AT_ONCE = 4
+"""Shards of one level a depth step searches at once (each holds its in-edges and depth map meanwhile)."""
 FRONTIER_SET_MAX = 2_000_000
 """Frontier keys held as a set (C-speed membership, ~140 MB at most); a larger level is searched by bisection."""
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
@@ -421,20 +424,22 @@ class InlinkCounter:
         end = min(shards, shard + self.shards_per_step)
         for s in range(shard, end):
             merged: dict[str, set[int]] = {}
-            for key in await self.store.list_keys(f"{_base(crawl_id)}map/{s:04d}/"):
-                raw = await self.store.get_object(key)
-                part: dict[str, list[int]] = loads(raw or b"{}")
-                for target, sources in part.items():
-                    merged.setdefault(target, set()).update(sources)
-            counts = {target: len(sources) for target, sources in sorted(merged.items())}
-            await self.store.put_object(f"{_base(crawl_id)}counts/{s:04d}.json", dumps(counts))
-            del counts
-            graph = Graph.of(merged)
+            keys = await self.store.list_keys(f"{_base(crawl_id)}map/{s:04d}/")
+            async with aclosing(read_ahead(keys, self.store.get_object, READ_AHEAD)) as parts:
+                async for _, raw in parts:
+                    part: dict[str, list[int]] = loads(raw or b"{}")
+                    for target, sources in part.items():
+                        merged.setdefault(target, set()).update(sources)
+            counts = dumps({target: len(sources) for target, sources in sorted(merged.items())})
+            graph = Graph.of(merged).to_bytes()
             del merged
-            await self.store.put_object(
-                _graph_key(crawl_id, cursor["step"], s), graph.to_bytes(), "application/octet-stream"
+            await asyncio.gather(
+                self.store.put_object(f"{_base(crawl_id)}counts/{s:04d}.json", counts),
+                self.store.put_object(
+                    _graph_key(crawl_id, cursor["step"], s), graph, "application/octet-stream"
+                ),
             )
-            del graph
+            del counts, graph
         if end >= shards:
             return {**cursor, "phase": "done", "shard": shards}
         return {**cursor, "shard": end}
@@ -445,12 +450,30 @@ class InlinkCounter:
         return {} if raw is None else dict(loads(raw))
 
     async def _depth(self, crawl_id: str, cursor: Cursor, starts: Sequence[str]) -> Cursor:
-        """One shard of one BFS level: targets of the shard first reached from the level's frontier."""
+        """`DEPTH_SHARDS_AT_ONCE` shards of one BFS level: targets of each shard first reached from the level's
+        frontier. The shards of a level are independent (each reads the frontier and writes only its own
+        files), so their S3 round trips overlap: one at a time, the search was mostly waiting on them."""
         shards: int = cursor["shards"]
         level: int = cursor["level"]
         shard: int = cursor["shard"]
         base = f"{_base(crawl_id)}depth/{cursor['step']:06d}/"
         frontier = await self._frontier(base, level, starts)
+        end = min(shards, shard + DEPTH_SHARDS_AT_ONCE)
+        await asyncio.gather(
+            *(self._depth_shard(crawl_id, cursor, s, frontier, starts) for s in range(shard, end))
+        )
+        if end < shards:
+            return {**cursor, "shard": end}
+        if not await self._frontier(base, level + 1, starts):
+            return {**cursor, "phase": "done", "shard": shards}
+        return {**cursor, "level": level + 1, "shard": 0}
+
+    async def _depth_shard(
+        self, crawl_id: str, cursor: Cursor, shard: int, frontier: Frontier, starts: Sequence[str]
+    ) -> None:
+        shards: int = cursor["shards"]
+        level: int = cursor["level"]
+        base = f"{_base(crawl_id)}depth/{cursor['step']:06d}/"
         raw = await self.store.get_object(f"{base}{shard:04d}.json")
         depth: dict[str, int] = {} if raw is None else loads(raw)
         if level == 0:
@@ -474,11 +497,6 @@ class InlinkCounter:
         await self.store.put_object(
             f"{base}level/{level + 1:04d}/{shard:04d}.bin", keys.tobytes(), "application/octet-stream"
         )
-        if shard + 1 < shards:
-            return {**cursor, "shard": shard + 1}
-        if not await self._frontier(base, level + 1, starts):
-            return {**cursor, "phase": "done", "shard": shards}
-        return {**cursor, "level": level + 1, "shard": 0}
 
     async def _frontier(self, base: str, level: int, starts: Sequence[str]) -> Frontier:
         """The url keys first reached at `level` (level 0: the start URLs)."""

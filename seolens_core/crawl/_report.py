@@ -599,9 +599,14 @@ class _Spool:
             await self.flush()
 
     async def flush(self) -> None:
-        for shard, lines in sorted(self._buffer.items()):
-            key = f"{self._prefix}{shard:04d}/{self._flushes:06d}.jsonl"
-            await self._results.put_object(key, bytes(lines), "application/x-ndjson")
+        """Write every shard's buffer, the writes at once (each buffer is freed as its bytes are made)."""
+        bodies = [
+            (f"{self._prefix}{shard:04d}/{self._flushes:06d}.jsonl", bytes(self._buffer.pop(shard)))
+            for shard in sorted(self._buffer)
+        ]
+        await asyncio.gather(
+            *(self._results.put_object(key, body, "application/x-ndjson") for key, body in bodies)
+        )
         self._buffer.clear()
         self._size = 0
         self._flushes += 1

@@ -85,15 +85,24 @@ def search(
     starts=st.lists(st.sampled_from(URLS), min_size=1, max_size=2, unique=True),
     retried=st.booleans(),
     set_max=st.sampled_from([_inlinks.FRONTIER_SET_MAX, 1, 0]),
+    at_once=st.sampled_from([1, 2, 4]),
 )
 def test_sharded_search_equals_the_in_memory_bfs(
-    parts: list[list[dict[str, Any]]], shards: int, starts: list[str], retried: bool, set_max: int
+    parts: list[list[dict[str, Any]]],
+    shards: int,
+    starts: list[str],
+    retried: bool,
+    set_max: int,
+    at_once: int,
 ) -> None:
     """`retried`: a step re-run after its depth map was written must still hand its level to the next one.
-    `set_max`: frontiers held as sets, or (above it) searched by bisection."""
+    `set_max`: frontiers held as sets, or (above it) searched by bisection. `at_once`: shards a step searches."""
     store = MemoryObjects()
     put_parts(store, parts)
-    with mock.patch.object(_inlinks, "FRONTIER_SET_MAX", set_max):
+    with (
+        mock.patch.object(_inlinks, "FRONTIER_SET_MAX", set_max),
+        mock.patch.object(_inlinks, "DEPTH_SHARDS_AT_ONCE", at_once),
+    ):
         found, _ = search(store, shards, starts, retried=retried)
     assert found == reference_depths([r for p in parts for r in p], starts)
 
@@ -112,9 +121,12 @@ def test_a_chain_takes_one_level_per_click_and_stored_objects_hold_the_answer() 
     assert stored == found  # the objects in the store, not only the counter's answer
     levels = {k.split("/level/")[1].split("/")[0] for k in store.objects if "/level/" in k}
     assert levels == {"0001", "0002", "0003", "0004"}  # level 4 is empty: the search ends there
-    assert (
-        steps == 2 + 2 + 2 * 4
-    )  # one map step (7 edges, budget 5) + end of map, reduce x2, 4 levels x 2 shards
+    # one map step (7 edges, budget 5) + end of map, reduce x2, then one step a level (both shards at once)
+    assert steps == 2 + 2 + 4
+    one_at_a_time = MemoryObjects()
+    put_parts(one_at_a_time, [chain[:3], chain[3:] + shortcut + outside])
+    with mock.patch.object(_inlinks, "DEPTH_SHARDS_AT_ONCE", 1):  # a step a shard: 4 levels x 2 shards
+        assert search(one_at_a_time, 2, [URLS[0]]) == (found, 2 + 2 + 2 * 4)
 
 
 def test_a_graph_reads_back_what_was_written_and_refuses_other_bytes() -> None:
