@@ -1,6 +1,7 @@
 """CallGroup: calls made within a short window of each other run as one batched call.
 SingleFlight: concurrent calls for one key share the one in flight.
-read_ahead: an ordered stream of fetches, a few in flight at once."""
+read_ahead: an ordered stream of fetches, a few in flight at once.
+all_or_cancel: calls at once; the first failure cancels the rest."""
 
 from __future__ import annotations
 
@@ -131,3 +132,17 @@ async def _each(keys: AsyncIterable[K] | Iterable[K]) -> AsyncIterator[K]:
     else:
         for key in keys:
             yield key
+
+
+async def all_or_cancel(*calls: Awaitable[R]) -> list[R]:
+    """The results of `calls`, run at once. The first failure is raised as it is, after the other calls are
+    cancelled and awaited: `asyncio.gather` leaves them running, and a container's loop would resume them
+    in its next invocation, next to the retry of the step that failed (`TaskGroup` would raise a group)."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

@@ -61,7 +61,6 @@ crawl went on after a redrive) maps only those and reduces again, which the unio
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import heapq
 import time
@@ -73,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from seolens_core.adapters._batch_part import BATCH_KINDS, sections
-from seolens_core.adapters._gather import read_ahead
+from seolens_core.adapters._gather import all_or_cancel, read_ahead
 from seolens_core.adapters._json import dumps, load_lines, loads
 from seolens_core.adapters.results import READ_AHEAD, batch_prefix, kind_prefix
 from seolens_core.urls import url_key
@@ -433,7 +432,7 @@ class InlinkCounter:
             counts = dumps({target: len(sources) for target, sources in sorted(merged.items())})
             graph = Graph.of(merged).to_bytes()
             del merged
-            await asyncio.gather(
+            await all_or_cancel(
                 self.store.put_object(f"{_base(crawl_id)}counts/{s:04d}.json", counts),
                 self.store.put_object(
                     _graph_key(crawl_id, cursor["step"], s), graph, "application/octet-stream"
@@ -459,7 +458,7 @@ class InlinkCounter:
         base = f"{_base(crawl_id)}depth/{cursor['step']:06d}/"
         frontier = await self._frontier(base, level, starts)
         end = min(shards, shard + DEPTH_SHARDS_AT_ONCE)
-        await asyncio.gather(
+        await all_or_cancel(
             *(self._depth_shard(crawl_id, cursor, s, frontier, starts) for s in range(shard, end))
         )
         if end < shards:

@@ -47,7 +47,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from seolens_core.adapters._gather import read_ahead
+from seolens_core.adapters._gather import all_or_cancel, read_ahead
 from seolens_core.adapters._json import dump_lines, dumps, lines_where, load_lines, loads
 from seolens_core.adapters.crawls import PAGES_RESERVED, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
@@ -604,7 +604,7 @@ class _Spool:
             (f"{self._prefix}{shard:04d}/{self._flushes:06d}.jsonl", bytes(self._buffer.pop(shard)))
             for shard in sorted(self._buffer)
         ]
-        await asyncio.gather(
+        await all_or_cancel(
             *(self._results.put_object(key, body, "application/x-ndjson") for key, body in bodies)
         )
         self._buffer.clear()

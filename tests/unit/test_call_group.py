@@ -1,5 +1,6 @@
 """CallGroup: calls within the window share one batched run; each caller gets its own answer or the error.
-read_ahead: ordered answers, a bounded number in flight, nothing left running when the reader stops."""
+read_ahead: ordered answers, a bounded number in flight, nothing left running when the reader stops.
+all_or_cancel: the first failure raised as it is, the other calls cancelled first."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from contextlib import aclosing
 
 import pytest
 
-from seolens_core.adapters._gather import CallGroup, SingleFlight, read_ahead
+from seolens_core.adapters._gather import CallGroup, SingleFlight, all_or_cancel, read_ahead
 
 
 def test_calls_within_the_window_run_once_and_each_gets_its_own_result() -> None:
@@ -193,3 +194,29 @@ def test_read_ahead_raises_a_failed_fetch_at_its_turn_and_cancels_the_rest() -> 
 
     assert asyncio.run(main()) == list(range(6))
     assert fetch.in_flight == 0 and len(fetch.started) <= 6 + 4
+
+
+def test_all_or_cancel_raises_the_first_failure_itself_with_nothing_left_running() -> None:
+    finished: list[str] = []
+    cancelled: list[str] = []
+
+    async def call(name: str, delay: float, fails: bool = False) -> str:
+        try:
+            await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            raise
+        if fails:
+            raise KeyError(name)
+        finished.append(name)
+        return name
+
+    async def main() -> None:
+        assert await all_or_cancel(call("a", 0.02), call("b", 0.0)) == ["a", "b"]  # in the order asked
+        with pytest.raises(KeyError, match="bad"):  # the error itself, not a group
+            await all_or_cancel(call("slow", 0.5), call("bad", 0.01, fails=True), call("fast", 0.0))
+        assert cancelled == ["slow"]  # cancelled and awaited before the error was raised
+        await asyncio.sleep(0.6)  # plain gather would let "slow" finish now, after its step failed
+
+    asyncio.run(main())
+    assert finished == ["b", "a", "fast"]
