@@ -5,7 +5,6 @@ the worker and the state machine run by a local executor.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -27,6 +26,7 @@ from infra.local.esm import EventSourceMapping
 from infra.local.lambda_host import LambdaHost
 from infra.local.moto_server import REGION, EmbeddedMoto, launch_moto_server
 from infra.local.process_host import ProcessEnvironments
+from seolens_core.adapters._gather import all_or_cancel
 from seolens_core.adapters._metering import GLOBAL_METER, INDEX_WRITES, counts_since
 from seolens_core.adapters._stored_units import TableSchema
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
@@ -306,8 +306,8 @@ def download_outputs(crawl_id: str, out_dir: Path) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {key.rsplit("/", 1)[-1]: key for key in app.run(app.results.report_keys(crawl_id))}
 
-    async def download_all() -> None:
-        await asyncio.gather(*(app.results.download(key, out_dir / name) for name, key in paths.items()))
+    async def download_all() -> None:  # a failed download cancels the others (their partial files go)
+        await all_or_cancel(*(app.results.download(key, out_dir / name) for name, key in paths.items()))
 
     app.run(download_all())
     return {name: out_dir / name for name in paths}

@@ -42,9 +42,9 @@ per step (searched at once, their S3 round trips overlapping): a target of a sha
 depth map gets `level + 1` when one of its source keys is in the frontier of `level` (a sorted array of
 8-byte keys; a set of them up to `FRONTIER_SET_MAX` keys, searched by bisection beyond). A step holds those
 shards' in-edges and depth maps plus the frontier (8 bytes per URL of one level, ~70 as a set), never the
-graph. The depth phase runs only when the start URLs are passed to `step`/`run` (the report does; the counts alone do not need it). The frontier
-message's `depth` is not used for this: workers run in parallel, so the first discovery of a URL is not
-always along a shortest path.
+graph. The depth phase runs only when the start URLs are passed to `step`/`run` (the report does; the
+counts alone do not need it). The frontier message's `depth` is not used for this: workers run in
+parallel, so the first discovery of a URL is not always along a shortest path.
 
 Reading: the report reads `counts/` shard by shard and keeps only the URLs it asks for (pages and sitemap
 URLs), so it holds O(pages) counts, never the edge list.
@@ -83,7 +83,7 @@ DEFAULT_SHARDS = 16
 DEFAULT_EDGE_BUDGET = 200_000
 DEFAULT_SHARDS_PER_STEP = 1
 DEPTH_SHARDS_AT_ONCE = 4
-"""Shards of one level a depth step searches at once (each holds its in-edges and depth map meanwhile)."""
+"""Shards of one level a depth step searches at once (each holding its in-edges and depth map meanwhile)."""
 FRONTIER_SET_MAX = 2_000_000
 """Frontier keys held as a set (C-speed membership, ~140 MB at most); a larger level is searched by bisection."""
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
@@ -449,9 +449,9 @@ class InlinkCounter:
         return {} if raw is None else dict(loads(raw))
 
     async def _depth(self, crawl_id: str, cursor: Cursor, starts: Sequence[str]) -> Cursor:
-        """`DEPTH_SHARDS_AT_ONCE` shards of one BFS level: targets of each shard first reached from the level's
-        frontier. The shards of a level are independent (each reads the frontier and writes only its own
-        files), so their S3 round trips overlap: one at a time, the search was mostly waiting on them."""
+        """`DEPTH_SHARDS_AT_ONCE` shards of one BFS level: targets of each shard first reached from the
+        level's frontier. The shards of a level are independent (each reads the frontier and writes only its
+        own files), so their S3 round trips overlap: one at a time, the search was mostly waiting on them."""
         shards: int = cursor["shards"]
         level: int = cursor["level"]
         shard: int = cursor["shard"]
@@ -459,7 +459,7 @@ class InlinkCounter:
         frontier = await self._frontier(base, level, starts)
         end = min(shards, shard + DEPTH_SHARDS_AT_ONCE)
         await all_or_cancel(
-            *(self._depth_shard(crawl_id, cursor, s, frontier, starts) for s in range(shard, end))
+            *(self._depth_shard(crawl_id, cursor, base, s, frontier, starts) for s in range(shard, end))
         )
         if end < shards:
             return {**cursor, "shard": end}
@@ -468,11 +468,10 @@ class InlinkCounter:
         return {**cursor, "level": level + 1, "shard": 0}
 
     async def _depth_shard(
-        self, crawl_id: str, cursor: Cursor, shard: int, frontier: Frontier, starts: Sequence[str]
+        self, crawl_id: str, cursor: Cursor, base: str, shard: int, frontier: Frontier, starts: Sequence[str]
     ) -> None:
         shards: int = cursor["shards"]
         level: int = cursor["level"]
-        base = f"{_base(crawl_id)}depth/{cursor['step']:06d}/"
         raw = await self.store.get_object(f"{base}{shard:04d}.json")
         depth: dict[str, int] = {} if raw is None else loads(raw)
         if level == 0:

@@ -83,8 +83,9 @@ class ProgressServices:
     clock: Callable[[], float] = time.time
     publish_journal: Callable[[Journal], Awaitable[None]] | None = None
     """Publishes an orphaned batch journal (`DeadLetterDrain.publish`); None: orphans are left open."""
-    premap: Callable[[str], Awaitable[None]] | None = None
-    """Work done for the report while the crawl runs (`Reporter.premap`), after each check that says RUNNING."""
+    premap: Callable[[CrawlRecord], Awaitable[None]] | None = None
+    """Work done for the report while the crawl runs (`Reporter.premap`), after each check that says RUNNING;
+    given the crawl's record as the check read it."""
 
 
 def journal_age_s(key: str, now: float) -> float | None:
@@ -105,17 +106,18 @@ class ProgressChecker:
         """The crawl's state; `previous` is the last check's answer (the state machine passes it along). While
         the crawl runs, the check then does some of the report's work (`premap`): a failure there is logged and
         left to the report, which does whatever was not done."""
-        answer = await self._check(crawl_id, previous)
+        record = await self.s.crawls.get(crawl_id)
+        answer = await self._check(record, previous)
         if self.s.premap is not None and answer["state"] == "RUNNING" and not answer.get("settling"):
             try:
-                await self.s.premap(crawl_id)
+                await self.s.premap(record)
             except Exception:
                 _log.exception("work ahead of the report failed (the report does it): crawl %s", crawl_id)
         return answer
 
-    async def _check(self, crawl_id: str, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    async def _check(self, record: CrawlRecord, previous: Mapping[str, Any] | None) -> dict[str, Any]:
         s = self.s
-        record = await s.crawls.get(crawl_id)
+        crawl_id = record.crawl_id
         now = s.clock()
         settings = record.settings
         elapsed = now - record.started_epoch

@@ -478,15 +478,14 @@ class Reporter:
             parts.append(compare_crawls(*lists))
         return {"previous_crawl_id": previous.crawl_id, **merge_comparisons(parts)}
 
-    async def premap(self, crawl_id: str) -> None:
-        """While the crawl runs, map the link parts written so far (bounded by `premap_budget_s`): the Orphans
-        step after the crawl then maps only the rest. Sharded by the URLs discovered so far; a crawl that
-        finishes larger than that is mapped again from the start (`_inlink_cursor`)."""
-        if self.s.premap_budget_s <= 0:
+    async def premap(self, record: CrawlRecord) -> None:
+        """While the crawl runs (`record`, as the progress check read it), map the link parts written so far
+        (bounded by `premap_budget_s`): the Orphans step after the crawl then maps only the rest. Sharded by
+        the URLs discovered so far; a crawl that finishes larger than that is mapped again from the start
+        (`_inlink_cursor`)."""
+        if self.s.premap_budget_s <= 0 or record.status is not CrawlStatus.RUNNING:
             return
-        record = await self.s.crawls.get(crawl_id)
-        if record.status is not CrawlStatus.RUNNING:
-            return
+        crawl_id = record.crawl_id
         cursor = await self.inlinks.load(crawl_id) or start_cursor(
             inlink_shards(self.s.inlink_shards, record.counters.get("n_discovered", 0))
         )
@@ -607,7 +606,6 @@ class _Spool:
         await all_or_cancel(
             *(self._results.put_object(key, body, "application/x-ndjson") for key, body in bodies)
         )
-        self._buffer.clear()
         self._size = 0
         self._flushes += 1
 

@@ -232,10 +232,18 @@ def test_a_running_crawl_gets_the_reports_work_done_ahead_a_drained_one_does_not
 ) -> None:
     settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
     crawl = _Crawl(settings, started=1_000.0)
+    reads: list[str] = []
+    read = crawl.get
+
+    async def counted_get(crawl_id: str) -> CrawlRecord:
+        reads.append(crawl_id)
+        return await read(crawl_id)
+
+    crawl.get = counted_get  # type: ignore[method-assign]
     done: list[str] = []
 
-    async def premap(crawl_id: str) -> None:
-        done.append(crawl_id)
+    async def premap(record: CrawlRecord) -> None:
+        done.append(record.crawl_id)
 
     services = ProgressServices(
         crawls=cast(Any, crawl),
@@ -247,13 +255,14 @@ def test_a_running_crawl_gets_the_reports_work_done_ahead_a_drained_one_does_not
     out = asyncio.run(ProgressChecker(services).check("c1"))
     assert out["state"] == ("RUNNING" if in_table else "DRAINED")
     assert done == ahead
+    assert reads == ["c1"]  # the work ahead is given the record the check read: one read a check
 
 
 def test_work_ahead_that_fails_leaves_the_check_answered(caplog: pytest.LogCaptureFixture) -> None:
     """The report does whatever the work ahead did not: a failure there never fails the monitor loop."""
     settings = CrawlSettings(start_urls=("http://shop.example/",), progress_poll_s=1, max_pages=None)
 
-    async def premap(crawl_id: str) -> None:
+    async def premap(record: CrawlRecord) -> None:
         raise OSError("S3 unavailable")
 
     services = ProgressServices(
