@@ -1,10 +1,13 @@
 """Benchmark: the embedded emulator's CPU per call for the crawl's most frequent DynamoDB shapes.
 
 Run: python benchmarks/bench_emulator_ops.py [--updates 1500] [--pending 3000] [--queries 30]
+    [--queue-depth 10000] [--receives 200]
 
 Starts the embedded moto server (with `infra/local/moto_patches.py`) and measures its process CPU (from /proc)
 around: pacing-shaped UpdateItems (reserve two leases on a host item, then release them with an observation),
-and Queries of a sparse `pending` index holding `--pending` URLs (the progress check's question). Run it on
+Queries of a sparse `pending` index holding `--pending` URLs (the progress check's question), and
+ReceiveMessage(10) + DeleteMessageBatch(10) on a queue `--queue-depth` messages deep (a crawl's frontier
+holds most of the URLs it has found and not fetched yet). Run it on
 two commits to see what an emulator patch saves; the crawl benchmarks carry too much noise for that.
 """
 
@@ -79,6 +82,8 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=1500, help="reserve + release pairs")
     parser.add_argument("--pending", type=int, default=3000)
     parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--queue-depth", type=int, default=10_000)
+    parser.add_argument("--receives", type=int, default=200)
     args = parser.parse_args()
     server = start_moto_server()
     try:
@@ -112,6 +117,8 @@ def main() -> None:
                 Limit=101,
             )
         queried = emulator_cpu_s()
+        sqs = boto3.client("sqs", endpoint_url=server.endpoint_url, region_name="us-east-1")
+        receive_s, delete_s = _receive_and_delete_at_depth(sqs, args.queue_depth, args.receives)
     finally:
         server.stop()
     print(
@@ -121,6 +128,37 @@ def main() -> None:
         f"Query of the pending index at {args.pending} pending: "
         f"{(queried - updated) / args.queries * 1000:.1f} ms emulator CPU a call"
     )
+    print(
+        f"At a queue depth of {args.queue_depth}: ReceiveMessage(10) {receive_s / args.receives * 1000:.2f} ms, "
+        f"DeleteMessageBatch(10) {delete_s / args.receives * 1000:.2f} ms emulator CPU a call"
+    )
+
+
+def _receive_and_delete_at_depth(sqs: Any, depth: int, receives: int) -> tuple[float, float]:
+    """Emulator CPU seconds of `receives` ReceiveMessage(10) and of as many DeleteMessageBatch(10) of what
+    each returned, on a queue `depth` messages deep (kept at that depth: each batch is sent again)."""
+    url = sqs.create_queue(QueueName="frontier", Attributes={"VisibilityTimeout": "60"})["QueueUrl"]
+    body = "x" * 300  # about a frontier message's size
+    for start in range(0, depth, 10):
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i in range(min(10, depth - start))]
+        )
+    receive_s = delete_s = 0.0
+    for _ in range(receives):
+        before = emulator_cpu_s()
+        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        received = emulator_cpu_s()
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)],
+        )
+        deleted = emulator_cpu_s()
+        receive_s += received - before
+        delete_s += deleted - received
+        sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i in range(len(messages))]
+        )
+    return receive_s, delete_s
 
 
 if __name__ == "__main__":
