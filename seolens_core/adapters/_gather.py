@@ -1,7 +1,8 @@
 """CallGroup: calls made within a short window of each other run as one batched call.
 SingleFlight: concurrent calls for one key share the one in flight.
 read_ahead: an ordered stream of fetches, a few in flight at once.
-all_or_cancel: calls at once; the first failure cancels the rest."""
+all_or_cancel: calls at once; the first failure cancels the rest.
+all_settled: calls at once; each runs to its end before the first failure is raised."""
 
 from __future__ import annotations
 
@@ -146,3 +147,14 @@ async def all_or_cancel(*calls: Awaitable[R]) -> list[R]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+async def all_settled(*calls: Awaitable[R]) -> list[R]:
+    """The results of `calls`, run at once. Every call runs to its end, then the first failure (in the order
+    of `calls`) is raised as it is: for calls whose work must not wait for a next invocation (slots kept for
+    a host go back even when the batch's writes failed)."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seolens_core.adapters._gather import CallGroup, SingleFlight
+from seolens_core.adapters._gather import CallGroup, SingleFlight, all_settled
 from seolens_core.adapters.crawls import PAGES_RESERVED, CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing, SendGroup
 from seolens_core.adapters.results import ResultsStore
@@ -507,8 +507,9 @@ class BatchRun:
             Contribution(crawl_id=c, counters={PAGES_RESERVED: -n}) for c, n in self._units.items() if n
         ]
         self._units.clear()
-        # Every record is done: the slots kept for a next request go back with the batch's writes.
-        await asyncio.gather(self._w.s.pacing.settle(), self._w.flush([*contributions, *unused]))
+        # Every record is done: the slots kept for a next request go back with the batch's writes, and go
+        # back even when the writes fail (a frozen container holding them would slow the host's other workers).
+        await all_settled(self._w.s.pacing.settle(), self._w.flush([*contributions, *unused]))
 
     async def _defer(
         self, msg: FrontierMessage, until: float, c: Contribution, *, claimed: bool = False

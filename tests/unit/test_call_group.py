@@ -10,7 +10,7 @@ from contextlib import aclosing
 
 import pytest
 
-from seolens_core.adapters._gather import CallGroup, SingleFlight, all_or_cancel, read_ahead
+from seolens_core.adapters._gather import CallGroup, SingleFlight, all_or_cancel, all_settled, read_ahead
 
 
 def test_calls_within_the_window_run_once_and_each_gets_its_own_result() -> None:
@@ -220,3 +220,24 @@ def test_all_or_cancel_raises_the_first_failure_itself_with_nothing_left_running
 
     asyncio.run(main())
     assert finished == ["b", "a", "fast"]
+
+
+def test_all_settled_lets_every_call_end_then_raises_the_first_failure_itself() -> None:
+    finished: list[str] = []
+
+    async def call(name: str, delay: float, fails: bool = False) -> str:
+        await asyncio.sleep(delay)
+        if fails:
+            raise KeyError(name)
+        finished.append(name)
+        return name
+
+    async def main() -> None:
+        assert await all_settled(call("a", 0.02), call("b", 0.0)) == ["a", "b"]
+        with pytest.raises(KeyError, match="first"):
+            await all_settled(
+                call("slow", 0.1), call("first", 0.02, fails=True), call("second", 0.0, fails=True)
+            )
+        assert finished == ["b", "a", "slow"]  # "slow" ended before the error was raised
+
+    asyncio.run(main())

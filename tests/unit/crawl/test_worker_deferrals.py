@@ -8,6 +8,7 @@ batch is where a crash would lose the fetches made so far or strand the claims o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
@@ -586,3 +587,32 @@ def test_a_url_waiting_on_units_longer_than_a_fetch_lease_is_finished_not_re_sen
     assert outcomes == Counter({"not_crawled_budget": 1}) and sent == []
     _, sent, outcomes = _budget_batch(stuck, ["/a"], budget_waits=1)
     assert outcomes == Counter({"budget_in_flight": 1}) and sent[0].message.budget_waits == 2
+
+
+def test_kept_slots_go_back_even_when_the_batchs_writes_fail() -> None:
+    """The flush's writes fail while the pacing's settle is still writing the kept slots back: the batch
+    fails (its records are retried) only once the slots are back, not with their writes left to a next
+    invocation of a frozen container."""
+    log = _Log()
+    settled: list[str] = []
+
+    class SlowSettle(_Pacing):
+        async def settle(self) -> None:
+            await asyncio.sleep(0.2)
+            settled.append("back")
+
+    class FailingResults(_Results):
+        async def put_batch(self, crawl_id: str, part: str, sections: Any) -> str | None:
+            raise ConnectionError("S3 is down")
+
+    async def main() -> None:
+        claimed = asyncio.Event()
+        services = _services(log, SlowSettle(None, grant_all=True), lambda s, p: _Fetcher(claimed, log))
+        services = dataclasses.replace(services, results=FailingResults())  # type: ignore[arg-type]
+        msg = FrontierMessage("c1", SITE + "/a", url_key_hex(SITE + "/a"), 1)
+        batch = PageWorker(services).batch([("m0", msg.to_json())], None)
+        with pytest.raises(ConnectionError):
+            await batch.handle("m0", msg.to_json())
+        assert settled == ["back"]
+
+    asyncio.run(main())
