@@ -1518,3 +1518,18 @@ def test_partition_pages_equal_upstreams(monkeypatch: pytest.MonkeyPatch) -> Non
             assert sum(len(items) for items, _, _ in ours) > 0
         assert len(_query_pages(patched, table, **plain)) >= 3  # pages that end on the 1 MB limit
         assert all(moto_patches.item_size(i) == i.size() for i in table.all_items())
+        # The key order kept per partition follows its keys: one added, one deleted, one put again.
+        keys = sorted(item.range_key.value for item in table.all_items() if item.hash_key.value == "c1")
+        table.put_item({"k": {"S": "c1"}, "s": {"S": "0" * 16}, "url": {"S": "http://shop.test/new"}})
+        table.delete_item(DynamoType({"S": "c1"}), DynamoType({"S": keys[5]}))
+        table.put_item({"k": {"S": "c1"}, "s": {"S": keys[6]}, "url": {"S": "http://shop.test/again"}})
+        for case in cases:
+            assert _query_pages(patched, table, **{**plain, **case}) == _query_pages(
+                upstream, table, **{**plain, **case}
+            ), case
+        # A key deleted and another added: the same number of keys, and a new object.
+        table.delete_item(DynamoType({"S": "c1"}), DynamoType({"S": keys[7]}))
+        table.put_item({"k": {"S": "c1"}, "s": {"S": "f" * 16}, "url": {"S": "http://shop.test/last"}})
+        ours = _query_pages(patched, table, **plain)
+        assert ours == _query_pages(upstream, table, **plain)
+        assert {"S": "http://shop.test/last"} in [item["url"] for items, _, _ in ours for item in items]
