@@ -131,11 +131,12 @@ fails until someone re-reads the upstream code and re-pins.
 24. A receive stops scanning at its last message, and draws receipt handles at once. Upstream listed every
    visible message of the queue before taking the first ten, and drew each handle's 185 letters one `choice`
    at a time (45 us a message). A crawl's queue holds most of the URLs it has found and not fetched yet:
-   1.5 ms a ReceiveMessage(10) at a depth of 10,000, 0.65 ms patched (`benchmarks/bench_emulator_ops.py`).
+   1.5 ms a ReceiveMessage(10) at a depth of 10,000, 0.65 ms patched (the backend called in-process;
+   `benchmarks/bench_emulator_ops.py` measures the server's CPU a call).
 25. A delete finds its messages by receipt handle. Each receive notes the handles it gives out on its queue;
    a delete looks them up and rebinds the list without those messages (a C-level copy) where patch 5 passed
-   over every message in Python: 0.74 -> 0.05 ms a DeleteMessageBatch(10) at a depth of 10,000. A handle
-   no receive of the queue gave out goes through patch 5's pass, so its answer is upstream's.
+   over every message in Python: 0.74 -> 0.05 ms a DeleteMessageBatch(10) at a depth of 10,000 (in-process).
+   A handle no receive of the queue gave out goes through patch 5's pass, so its answer is upstream's.
 """
 
 from __future__ import annotations
