@@ -1,7 +1,7 @@
 """Polite-rate utilisation: achieved request rate / allowed rate (1 / Crawl-delay), per host, measured
 from the fixture server's request log, for 1 host and for N hosts crawled together in one crawl.
 
-    python benchmarks/bench_politeness.py [--hosts 20] [--pages 20] [--delay 0.5] [--workers 4]
+    python benchmarks/bench_politeness.py [--hosts 20] [--pages 20] [--delay 0.5] [--workers N]
 
 Counted: every request the host sees from its first page request on (the sitemap probes of the seeder share
 the budget), robots.txt aside; the pages are all known by then, so the host always has work. The fixture
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from infra.fixture_site import ProcessFixtureServer, RequestRecord
 from infra.fixture_site.sites import crawl_delay_site
+from infra.local.cli import default_workers
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.settings import CrawlSettings
 
@@ -68,7 +69,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--delay", type=float, default=0.5)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=default_workers(), help="the CLI's default")
     args = parser.parse_args()
     cloud = LocalCloud(stack_name="seolens-bench-politeness").start()
     try:

@@ -1,13 +1,14 @@
 """Benchmark: `seolens crawl` (embedded emulator) versus Scrapy on a generated static site served by nginx.
 
-Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers 4] [--concurrency 32] [--skip-scrapy] [--profile]
+Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers N] [--concurrency 32] [--skip-scrapy] [--profile]
 
 - Generates the site (benchmarks/_site_gen.py: tree of depth 6, ~40 links a page, shared nav, robots.txt
   with a Disallow and a sitemap index) in a temporary directory.
 - Serves it with nginx on 127.0.0.1 (installed with apt-get if missing), one worker process, with a JSON
   access log: the page counts below come from that log, not from either crawler.
-- Crawls it with `seolens crawl` (robots obeyed, --no-aimd, --workers 4 (the CLI's default: four worker
-  environments, each a child process), politeness initial_delay_ms 0 and concurrency 32) and with Scrapy 2.x
+- Crawls it with `seolens crawl` (robots obeyed, --no-aimd, the CLI's default worker count (four worker
+  environments, each a child process; three on a two-core machine), politeness initial_delay_ms 0 and
+  concurrency 32) and with Scrapy 2.x
   from benchmarks/.venv-scrapy (created and `pip install scrapy`-ed on first use; ROBOTSTXT_OBEY on,
   AutoThrottle off, CONCURRENT_REQUESTS 32).
 - Samples the process tree from /proc every 0.25 s: CPU seconds (split into the moto emulator process and
@@ -282,7 +283,7 @@ def _run_seolens(
     origin: str,
     host: str,
     pages: int,
-    workers: int,
+    workers: int | None,
     concurrency: int,
     work: Path,
     log: Path,
@@ -299,8 +300,7 @@ def _run_seolens(
         "--allow-host",
         host,
         "--no-aimd",
-        "--workers",
-        str(workers),
+        *(["--workers", str(workers)] if workers is not None else []),
         "--config",
         str(config),
         "--max-pages",
@@ -398,8 +398,8 @@ def main() -> None:
     # back-to-back pairs: 1.33 vs 1.70 AWS calls a page, 62.6-67.7 vs 52.3-54.9 pages/s). Six on 64 slots
     # (`--workers 6 --concurrency 64`) fetched 51.5 pages/s twice against 40.6-45.9 at 3,000 pages (runs
     # interleaved), but not better against Scrapy at 20,000 (0.73x against 0.80x, on a machine slowing down):
-    # not the default until it measures better there.
-    parser.add_argument("--workers", type=int, default=4, help="emulated pollers (the CLI's default)")
+    # not the default until it measures better there. Three on two cores: `default_workers` in infra/local/cli.py.
+    parser.add_argument("--workers", type=int, default=None, help="emulated pollers (default: the CLI's)")
     parser.add_argument(
         "--concurrency", type=int, default=32, help="the host's initial concurrency (politeness setting)"
     )

@@ -59,3 +59,14 @@ def test_bad_config_content(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     config.write_text("[1, 2]")
     assert cli.main(["crawl", "http://127.0.0.1:9/", "--config", str(config)]) == 2
     assert "must hold a mapping" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("cores", "workers"), [(1, 2), (2, 3), (3, 4), (64, 4)])
+def test_the_default_worker_count_follows_a_small_machines_cores(cores: int, workers: int) -> None:
+    assert cli.default_workers(cores) == workers
+
+
+def test_the_default_worker_count_is_this_machines(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert cli.default_workers() == 3
+    assert cli._parser().parse_args(["crawl", "http://127.0.0.1:1/"]).workers == 3
