@@ -197,6 +197,7 @@ def run_crawl(
             on_thread_exit=reset_container,
             reorder=unordered_queue if is_worker else 0.0,
             idle_pause_s=0.0 if is_worker else IDLE_QUEUE_PAUSE_S,
+            receive_ahead=is_worker,
         )
         mappings.append(poller)
         esm = poller if is_worker else esm

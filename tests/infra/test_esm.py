@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -53,3 +55,72 @@ def test_a_short_receive_ends_the_batch(moto_server: EmbeddedMoto) -> None:
 
 def test_without_a_batching_window_one_receive_makes_the_batch(moto_server: EmbeddedMoto) -> None:
     assert len(_one_batch(moto_server, messages=30, batch_size=25, window_s=0)) == 10
+
+
+def _ahead_mapping(
+    server: EmbeddedMoto, url: str, arn: str, invoke: Any, workers: int = 1
+) -> EventSourceMapping:
+    return EventSourceMapping(
+        queue_url=url,
+        queue_arn=arn,
+        invoke=invoke,
+        endpoint_url=server.endpoint_url,
+        region=REGION,
+        batch_size=10,
+        workers=workers,
+        receive_ahead=True,
+    )
+
+
+def _visible(sqs: Any, url: str) -> int:
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    return int(attrs["ApproximateNumberOfMessages"]) + int(attrs["ApproximateNumberOfMessagesNotVisible"])
+
+
+def test_received_ahead_every_message_is_invoked_once_and_deleted(moto_server: EmbeddedMoto) -> None:
+    sqs, url, arn = _queue(moto_server, 95)
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def invoke(event: dict[str, Any]) -> None:
+        with lock:
+            seen.extend(r["body"] for r in event["Records"])
+
+    esm = _ahead_mapping(moto_server, url, arn, invoke, workers=3)
+    esm.start()
+    deadline = time.monotonic() + 30
+    while (len(seen) < 95 or _visible(sqs, url)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    esm.stop()
+    assert sorted(seen) == sorted(f"m{i}" for i in range(95))  # each once
+    assert _visible(sqs, url) == 0  # every processed record deleted
+
+
+def test_the_next_batch_is_received_during_an_invocation_and_returned_unused_at_stop(
+    moto_server: EmbeddedMoto,
+) -> None:
+    sqs, url, arn = _queue(moto_server, 20)
+    release = threading.Event()
+    invoked: list[list[str]] = []
+
+    def invoke(event: dict[str, Any]) -> None:
+        invoked.append([r["body"] for r in event["Records"]])
+        release.wait(10)
+
+    esm = _ahead_mapping(moto_server, url, arn, invoke)
+    esm.start()
+    deadline = time.monotonic() + 10
+    while not (invoked and esm._ahead[0].full()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (
+        len(invoked) == 1 and esm._ahead[0].full()
+    )  # the second batch waits, received, while the first runs
+    stopping = threading.Thread(target=esm.stop)
+    stopping.start()
+    time.sleep(0.2)
+    release.set()
+    stopping.join(10)
+    assert len(invoked) == 1
+    left = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
+    # visible again at once (the queue's visibility timeout is 30 s), and only the unused batch is left
+    assert sorted(m["Body"] for m in left) == sorted({f"m{i}" for i in range(20)} - set(invoked[0]))
