@@ -108,6 +108,10 @@ class EventSourceMapping:
             thread.start()
             self._threads.append(thread)
 
+    def signal_stop(self) -> None:
+        """Ask the pollers to stop after what they are doing (`stop` waits for them)."""
+        self._stop.set()
+
     def stop(self, timeout: float = 60.0) -> None:
         """Stop polling; batches received ahead and never invoked go back to the queue at once (visible again),
         and the deletes under way finish."""

@@ -234,6 +234,11 @@ def run_crawl(
         runner.join()
     finally:
         for poller in mappings:
+            poller.signal_stop()
+    try:  # the outputs are final once the execution has ended: downloaded while the pollers' last receives end
+        outputs = download_outputs(crawl_id, out_dir) if out_dir is not None and "execution" in result else {}
+    finally:
+        for poller in mappings:
             poller.stop()
         if environments is not None:
             environments.close()
@@ -251,7 +256,7 @@ def run_crawl(
         pages=record.counters.get("n_fetched", 0) + record.counters.get("n_checked", 0),
     )
     if out_dir is not None:
-        run.outputs = download_outputs(crawl_id, out_dir)
+        run.outputs = outputs
         report_path = run.outputs.get("report.json")
         if report_path is not None:
             report = json.loads(report_path.read_text(encoding="utf-8"))
