@@ -574,7 +574,8 @@ class Reporter:
 
 class _Spool:
     """JSON items appended by shard and written to `{prefix}{shard:04d}/{flush:06d}.jsonl` whenever
-    `SPOOL_BUFFER` bytes are buffered; `read(shard)` gives a shard's items back in the order they were added."""
+    `SPOOL_BUFFER` bytes are buffered; `read(shard)` gives a shard's items back in the order they were added,
+    from the objects this spool wrote (a report run's own prefix: nothing else writes there, so no listing)."""
 
     def __init__(self, results: ResultsStore, prefix: str) -> None:
         self._results = results
@@ -585,6 +586,7 @@ class _Spool:
         self._buffer: dict[int, bytearray] = {}
         self._size = 0
         self._flushes = 0
+        self._written: dict[int, list[str]] = {}
 
     async def add(self, shard: int, item: Any) -> None:
         line = dumps(item)
@@ -599,18 +601,21 @@ class _Spool:
 
     async def flush(self) -> None:
         """Write every shard's buffer, the writes at once (each buffer is freed as its bytes are made)."""
+        shards = sorted(self._buffer)
         bodies = [
             (f"{self._prefix}{shard:04d}/{self._flushes:06d}.jsonl", bytes(self._buffer.pop(shard)))
-            for shard in sorted(self._buffer)
+            for shard in shards
         ]
         await all_or_cancel(
             *(self._results.put_object(key, body, "application/x-ndjson") for key, body in bodies)
         )
+        for shard, (key, _) in zip(shards, bodies, strict=True):
+            self._written.setdefault(shard, []).append(key)
         self._size = 0
         self._flushes += 1
 
     async def read(self, shard: int) -> AsyncIterator[Any]:
-        for key in await self._results.list_keys(f"{self._prefix}{shard:04d}/"):
+        for key in self._written.get(shard, ()):
             raw = await self._results.get_object(key) or b""
             for item in load_lines(raw):
                 yield item
