@@ -1,13 +1,15 @@
 """Benchmark: the embedded emulator's CPU per call for the crawl's most frequent DynamoDB shapes.
 
 Run: python benchmarks/bench_emulator_ops.py [--updates 1500] [--pending 3000] [--queries 30]
-    [--queue-depth 10000] [--receives 200]
+    [--queue-depth 10000] [--receives 200] [--claims 10000]
 
 Starts the embedded moto server (with `infra/local/moto_patches.py`) and measures its process CPU (from /proc)
 around: pacing-shaped UpdateItems (reserve two leases on a host item, then release them with an observation),
 Queries of a sparse `pending` index holding `--pending` URLs (the progress check's question), and
 ReceiveMessage(10) + DeleteMessageBatch(10) on a queue `--queue-depth` messages deep (a crawl's frontier
-holds most of the URLs it has found and not fetched yet). Run it on
+holds most of the URLs it has found and not fetched yet), and `--claims` URL items created by conditional puts in
+TransactWriteItems of 100 and then read by BatchGetItem of 100 (the visited set's writes and existence checks,
+most of the emulator's work while a crawl discovers its site). Run it on
 two commits to see what an emulator patch saves; the crawl benchmarks carry too much noise for that.
 """
 
@@ -84,6 +86,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument("--queue-depth", type=int, default=10_000)
     parser.add_argument("--receives", type=int, default=200)
+    parser.add_argument("--claims", type=int, default=10_000)
     args = parser.parse_args()
     server = start_moto_server()
     try:
@@ -117,6 +120,7 @@ def main() -> None:
                 Limit=101,
             )
         queried = emulator_cpu_s()
+        claim_s, check_s = _claims(ddb, args.claims)
         sqs = boto3.client("sqs", endpoint_url=server.endpoint_url, region_name="us-east-1")
         receive_s, delete_s = _receive_and_delete_at_depth(sqs, args.queue_depth, args.receives)
     finally:
@@ -129,9 +133,72 @@ def main() -> None:
         f"{(queried - updated) / args.queries * 1000:.1f} ms emulator CPU a call"
     )
     print(
+        f"URL claims: TransactWriteItems {claim_s / args.claims * 1000:.3f} ms, "
+        f"BatchGetItem {check_s / args.claims * 1000:.3f} ms emulator CPU an item ({args.claims} items)"
+    )
+    print(
         f"At a queue depth of {args.queue_depth}: ReceiveMessage(10) {receive_s / args.receives * 1000:.2f} ms, "
         f"DeleteMessageBatch(10) {delete_s / args.receives * 1000:.2f} ms emulator CPU a call"
     )
+
+
+def _claims(ddb: Any, count: int) -> tuple[float, float]:
+    """Emulator CPU seconds to create `count` URL items (the crawler's claim: a conditional put each, 100 to a
+    TransactWriteItems) and then to read them back by BatchGetItem of 100 keys, projected as the claim reads."""
+    ddb.create_table(
+        TableName="claims",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in ("crawl_id", "url_key")],
+        KeySchema=[
+            {"AttributeName": "crawl_id", "KeyType": "HASH"},
+            {"AttributeName": "url_key", "KeyType": "RANGE"},
+        ],
+    )
+
+    def key(i: int) -> dict[str, Any]:
+        return {"crawl_id": {"S": "C"}, "url_key": {"S": f"{i * 2654435761 % 2**64:016x}"}}
+
+    def item(i: int) -> dict[str, Any]:  # the fields `UrlStore._item` writes for a queued sitemap URL
+        return {
+            **key(i),
+            "url": {"S": f"http://127.0.0.1:8000/p/{i}.html"},
+            "depth": {"N": "3"},
+            "host": {"S": "127.0.0.1:8000"},
+            "claimed_by": {"S": "seed"},
+            "expires_at": {"N": "1799999999"},
+            "sitemap": {"BOOL": True},
+            "url_state": {"S": "queued"},
+            "pending_crawl": {"S": "C"},
+        }
+
+    chunks = [range(start, min(start + 100, count)) for start in range(0, count, 100)]
+    before = emulator_cpu_s()
+    for chunk in chunks:
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": "claims",
+                        "Item": item(i),
+                        "ConditionExpression": "attribute_not_exists(url_key)",
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    }
+                }
+                for i in chunk
+            ]
+        )
+    claimed = emulator_cpu_s()
+    for chunk in chunks:
+        ddb.batch_get_item(
+            RequestItems={
+                "claims": {
+                    "Keys": [key(i) for i in chunk],
+                    "ProjectionExpression": "url_state, claimed_by, #u",
+                    "ExpressionAttributeNames": {"#u": "url"},
+                }
+            }
+        )
+    return claimed - before, emulator_cpu_s() - claimed
 
 
 def _receive_and_delete_at_depth(sqs: Any, depth: int, receives: int) -> tuple[float, float]:
