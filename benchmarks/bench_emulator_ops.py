@@ -22,6 +22,9 @@ from typing import Any
 import boto3
 
 from infra.local.moto_server import start_moto_server
+from seolens_core.adapters.urls import STATE_PROJECTION, TRANSACT_MAX_ITEMS, UrlStore
+from seolens_core.frontier import FrontierMessage
+from seolens_core.urls import url_key_hex
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -143,8 +146,9 @@ def main() -> None:
 
 
 def _claims(ddb: Any, count: int) -> tuple[float, float]:
-    """Emulator CPU seconds to create `count` URL items (the crawler's claim: a conditional put each, 100 to a
-    TransactWriteItems) and then to read them back by BatchGetItem of 100 keys, projected as the claim reads."""
+    """Emulator CPU seconds to create `count` URL items with the crawler's own claim requests (`UrlStore`: a
+    conditional put each, `TRANSACT_MAX_ITEMS` to a TransactWriteItems) and then to read them back as its
+    existence checks do (BatchGetItem of 100 keys, `STATE_PROJECTION`)."""
     ddb.create_table(
         TableName="claims",
         BillingMode="PAY_PER_REQUEST",
@@ -154,47 +158,24 @@ def _claims(ddb: Any, count: int) -> tuple[float, float]:
             {"AttributeName": "url_key", "KeyType": "RANGE"},
         ],
     )
-
-    def key(i: int) -> dict[str, Any]:
-        return {"crawl_id": {"S": "C"}, "url_key": {"S": f"{i * 2654435761 % 2**64:016x}"}}
-
-    def item(i: int) -> dict[str, Any]:  # the fields `UrlStore._item` writes for a queued sitemap URL
-        return {
-            **key(i),
-            "url": {"S": f"http://127.0.0.1:8000/p/{i}.html"},
-            "depth": {"N": "3"},
-            "host": {"S": "127.0.0.1:8000"},
-            "claimed_by": {"S": "seed"},
-            "expires_at": {"N": "1799999999"},
-            "sitemap": {"BOOL": True},
-            "url_state": {"S": "queued"},
-            "pending_crawl": {"S": "C"},
-        }
-
-    chunks = [range(start, min(start + 100, count)) for start in range(0, count, 100)]
+    store = UrlStore(client=None, table="claims")
+    urls = [f"http://127.0.0.1:8000/p/{i}.html" for i in range(count)]
+    messages = [
+        FrontierMessage(crawl_id="C", url=url, key=url_key_hex(url), depth=1, sitemap=True) for url in urls
+    ]
+    chunks = [messages[start : start + TRANSACT_MAX_ITEMS] for start in range(0, count, TRANSACT_MAX_ITEMS)]
     before = emulator_cpu_s()
     for chunk in chunks:
         ddb.transact_write_items(
-            TransactItems=[
-                {
-                    "Put": {
-                        "TableName": "claims",
-                        "Item": item(i),
-                        "ConditionExpression": "attribute_not_exists(url_key)",
-                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    }
-                }
-                for i in chunk
-            ]
+            TransactItems=[{"Put": store._create(m, "127.0.0.1:8000", 1.8e9)} for m in chunk]
         )
     claimed = emulator_cpu_s()
     for chunk in chunks:
         ddb.batch_get_item(
             RequestItems={
                 "claims": {
-                    "Keys": [key(i) for i in chunk],
-                    "ProjectionExpression": "url_state, claimed_by, #u",
-                    "ExpressionAttributeNames": {"#u": "url"},
+                    "Keys": [{"crawl_id": {"S": m.crawl_id}, "url_key": {"S": m.key}} for m in chunk],
+                    "ProjectionExpression": STATE_PROJECTION,
                 }
             }
         )

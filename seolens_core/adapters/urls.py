@@ -35,6 +35,8 @@ TRANSACT_ATTEMPTS = 4
 TRANSACT_MIN_ITEMS = 3
 """Fewer writes than this go one conditional write each, concurrently: a transaction bills two write units
 an item, and for one or two items it saves at most one call (a polite crawl's batches are that small)."""
+STATE_PROJECTION = "crawl_id, url_key, url_state, claimed_by, outcome, jr"
+"""What the existence checks before a claim (and the duplicate-delivery checks) read of a URL's item."""
 SPREAD_ABOVE = 50_000
 """URLs above which `pending` reads the partition in key ranges at once: a query returns 1 MB a page, and a
 million URLs (~250 MB) one page after the other outlast the progress function's 30 s."""
@@ -359,7 +361,7 @@ class UrlStore:
     async def _get_many(
         self,
         idents: list[tuple[str, str]],
-        projection: str | None = "crawl_id, url_key, url_state, claimed_by, outcome, jr",
+        projection: str | None = STATE_PROJECTION,
         *,
         consistent: bool = True,
     ) -> dict[tuple[str, str], dict[str, Any]]:

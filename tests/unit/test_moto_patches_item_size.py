@@ -7,19 +7,14 @@ from typing import Any
 import pytest
 
 from infra.local import moto_patches
+from seolens_core.adapters.urls import UrlStore
+from seolens_core.frontier import FrontierMessage
+from seolens_core.urls import url_key_hex
 
-URL_ITEM = {
-    "crawl_id": {"S": "c1"},
-    "url_key": {"S": "00ff00ff00ff00ff"},
-    "url": {"S": "http://127.0.0.1:8000/p/1.html"},
-    "depth": {"N": "3"},
-    "host": {"S": "127.0.0.1:8000"},
-    "claimed_by": {"S": "seed"},
-    "expires_at": {"N": "1799999999"},
-    "sitemap": {"BOOL": True},
-    "url_state": {"S": "queued"},
-    "pending_crawl": {"S": "c1"},
-}
+_URL = "http://127.0.0.1:8000/p/1.html"
+_MESSAGE = FrontierMessage(crawl_id="c1", url=_URL, key=url_key_hex(_URL), depth=3, sitemap=True)
+URL_ITEM = UrlStore(client=None, table="urls")._item(_MESSAGE, "127.0.0.1:8000", 1.8e9, done_outcome=None)
+"""A queued URL's item as the crawler's claim writes it."""
 
 SHAPES: list[dict[str, Any]] = [
     URL_ITEM,
