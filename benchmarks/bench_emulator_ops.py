@@ -22,7 +22,7 @@ from typing import Any
 import boto3
 
 from infra.local.moto_server import start_moto_server
-from seolens_core.adapters.urls import STATE_PROJECTION, TRANSACT_MAX_ITEMS, UrlStore
+from seolens_core.adapters.urls import BATCH_MAX_STATEMENTS, STATE_PROJECTION, UrlStore
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import url_key_hex
 
@@ -147,8 +147,8 @@ def main() -> None:
 
 def _claims(ddb: Any, count: int) -> tuple[float, float]:
     """Emulator CPU seconds to create `count` URL items with the crawler's own claim requests (`UrlStore`: a
-    conditional put each, `TRANSACT_MAX_ITEMS` to a TransactWriteItems) and then to read them back as its
-    existence checks do (BatchGetItem of 100 keys, `STATE_PROJECTION`)."""
+    conditional INSERT each, `BATCH_MAX_STATEMENTS` to a BatchExecuteStatement) and then to read them back
+    as its existence checks do (BatchGetItem of 100 keys, `STATE_PROJECTION`)."""
     ddb.create_table(
         TableName="claims",
         BillingMode="PAY_PER_REQUEST",
@@ -163,14 +163,12 @@ def _claims(ddb: Any, count: int) -> tuple[float, float]:
     messages = [
         FrontierMessage(crawl_id="C", url=url, key=url_key_hex(url), depth=1, sitemap=True) for url in urls
     ]
-    chunks = [messages[start : start + TRANSACT_MAX_ITEMS] for start in range(0, count, TRANSACT_MAX_ITEMS)]
+    batches = [messages[i : i + BATCH_MAX_STATEMENTS] for i in range(0, count, BATCH_MAX_STATEMENTS)]
     before = emulator_cpu_s()
-    for chunk in chunks:
-        ddb.transact_write_items(
-            TransactItems=[{"Put": store._create(m, "127.0.0.1:8000", 1.8e9)} for m in chunk]
-        )
+    for batch in batches:
+        ddb.batch_execute_statement(Statements=[store._insert(m, "127.0.0.1:8000", 1.8e9) for m in batch])
     claimed = emulator_cpu_s()
-    for chunk in chunks:
+    for chunk in (messages[start : start + 100] for start in range(0, count, 100)):
         ddb.batch_get_item(
             RequestItems={
                 "claims": {

@@ -11,7 +11,8 @@ Billed-unit rules (AWS pricing pages, us-east-1, Standard queues / on-demand tab
   one RRU per strongly consistent read up to 4 KB, half for an eventually consistent one (the meter counts
   BatchGetItem keys so, and a Query or Scan by the items it examined, see `answered_read_units`; a single
   GetItem is billed the full unit, an upper bound). Batch calls
-  are billed per item, transactions twice per item. An item a PutItem, batch or
+  are billed per item, transactions twice per item; a PartiQL BatchExecuteStatement per statement, as
+  writes (the crawler's are conditional INSERTs and UPDATEs of one item each). An item a PutItem, batch or
   transaction puts is counted per started KB (the meter sizes it from the request: batch journals are tens
   of KB); an update or delete per started KB of the item its answer returns (a busy host's pacing item),
   else of the item as the meter last saw it (where it knows the table), else one unit (a lower bound: AWS
@@ -60,6 +61,7 @@ _BATCH_MAX_ITEMS = {
     "BatchWriteItem": 25.0,
     "TransactWriteItems": 100.0,
     "TransactGetItems": 100.0,
+    "BatchExecuteStatement": 25.0,
 }
 _DDB_WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
 _DDB_READS = {"GetItem"}
@@ -166,6 +168,8 @@ def billed_units(usage: Usage) -> BilledUnits:
                 wru += count * items
             elif op == "BatchGetItem":
                 rru += count * items
+            elif op == "BatchExecuteStatement":  # PartiQL single-item writes (reads would be cheaper)
+                wru += count * items
             elif op == "TransactWriteItems":
                 wru += 2 * count * items
             elif op == "TransactGetItems":

@@ -41,6 +41,17 @@ _TRANSACT = {
     "ConditionCheck": "ConditionCheckItem",
 }
 _IAM_PREFIX = {"stepfunctions": "states"}
+_PARTIQL_TARGET = re.compile(
+    r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM|SELECT\b.*?\bFROM)\s+"?([\w.-]+)"?', re.I | re.S
+)
+
+
+def _partiql_target(statement: str) -> tuple[str, str]:
+    """The IAM verb (`Insert`, `Update`, `Delete`, `Select`) and the table of a PartiQL statement."""
+    match = _PARTIQL_TARGET.match(statement)
+    if match is None:
+        return "Select", "*"
+    return match.group(1).split()[0].capitalize(), match.group(2)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -102,6 +113,11 @@ class IamAudit:
                         f"dynamodb:{_TRANSACT.get(kind, 'GetItem')}",
                         self._logical(body["TableName"]),
                     )
+            elif operation in ("BatchExecuteStatement", "ExecuteStatement", "ExecuteTransaction"):
+                statements = params.get("Statements") or params.get("TransactStatements") or [params]
+                for statement in statements:
+                    verb, table = _partiql_target(str(statement.get("Statement", "")))
+                    yield Access(function, f"dynamodb:PartiQL{verb}", self._logical(table))
             elif "TableName" in params:
                 index = params.get("IndexName")
                 yield Access(

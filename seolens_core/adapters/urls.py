@@ -29,12 +29,17 @@ NOT_CRAWLED_OUTCOMES = ("not_crawled", "not_crawled_budget")
 JOURNAL_MARK = "~j-"
 """Sort-key prefix of a batch's publication marker (not hex, so never a url_key; sorts after them)."""
 JOURNAL_BODY = "~b-"
-TRANSACT_MAX_ITEMS = 100
-"""DynamoDB's limit of actions per TransactWriteItems."""
-TRANSACT_ATTEMPTS = 4
-TRANSACT_MIN_ITEMS = 3
-"""Fewer writes than this go one conditional write each, concurrently: a transaction bills two write units
-an item, and for one or two items it saves at most one call (a polite crawl's batches are that small)."""
+BATCH_MAX_STATEMENTS = 25
+"""DynamoDB's limit of statements per BatchExecuteStatement."""
+BATCH_ATTEMPTS = 4
+_REFUSED = ("ConditionalCheckFailed", "DuplicateItem")
+_TRANSIENT = (
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded",
+    "TransactionConflict",
+    "InternalServerError",
+)
 STATE_PROJECTION = "crawl_id, url_key, url_state, claimed_by, outcome, jr"
 """What the existence checks before a claim (and the duplicate-delivery checks) read of a URL's item."""
 SPREAD_ABOVE = 50_000
@@ -210,70 +215,80 @@ class UrlStore:
     async def _put_new_many(self, todo: Sequence[tuple[FrontierMessage, str]], now: float) -> list[bool]:
         """Create the items of `todo` where none exists yet; True where this call created it.
 
-        One TransactWriteItems per 100 URLs instead of one conditional PutItem each: the existence check
-        before it makes a lost condition rare, and when one is lost the cancellation reasons name exactly
-        which, so the others go again without them (a transaction writes all or nothing). The price is two
-        write units per item instead of one; a call saved per new URL is worth more (issue 9's calls per page),
-        except for one or two URLs (`TRANSACT_MIN_ITEMS`).
+        Conditional INSERTs, 25 to a BatchExecuteStatement, instead of one conditional PutItem each: a call
+        saved per new URL (issue 9's calls per page) at the same write unit an item. A transaction would bill
+        two, and a batch answers each statement on its own, so a lost condition costs no retry of the others.
         """
+        if len(todo) == 1:
+            return [await self._put_new(*todo[0], now)]
+        inserts = {i: self._insert(msg, host, now) for i, (msg, host) in enumerate(todo)}
+        written, refused, left = await self._execute(inserts)
         won = [False] * len(todo)
-
-        async def put_chunk(chunk: range) -> None:
-            if len(chunk) < TRANSACT_MIN_ITEMS:
-                singles = await asyncio.gather(*(self._put_new(*todo[i], now) for i in chunk))
-                won[chunk.start : chunk.stop] = singles
-                return
-            put = {i: {"Put": self._create(*todo[i], now)} for i in chunk}
-            done, refused, left = await self._transact(put)
-            for i in done:
-                won[i] = True
-            # Refused by an item this parent's own write created: a write that landed though its answer
-            # was lost (the SDK retried it and met its own item). Ours to send, or the URL is never queued.
-            for i, item in refused.items():
-                won[i] = _pending_claim_of(item, todo[i][0])
-            # Still conflicting after every attempt: one conditional put each (never lose a URL).
-            results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in left))
-            for i, ok in zip(left, results, strict=True):
-                won[i] = ok
-
-        # The chunks name distinct keys (the caller dedups), so they go at once: a seeded sitemap's 500 URLs.
-        await asyncio.gather(
-            *(
-                put_chunk(range(start, min(start + TRANSACT_MAX_ITEMS, len(todo))))
-                for start in range(0, len(todo), TRANSACT_MAX_ITEMS)
-            )
-        )
+        for i in written:
+            won[i] = True
+        if refused:
+            # The item exists. Ours to send if this parent's own write created it: one that landed though its
+            # answer was lost (the SDK retried the batch and met its own item), or the URL is never queued.
+            items = await self._get_many([(todo[i][0].crawl_id, todo[i][0].key) for i in refused])
+            for i in refused:
+                item = items.get((todo[i][0].crawl_id, todo[i][0].key))
+                if item is None:  # gone since (expired): a put of its own decides
+                    left.append(i)
+                else:
+                    won[i] = _pending_claim_of(item, todo[i][0])
+        # Failing after every attempt: one conditional put each (never lose a URL).
+        results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in left))
+        for i, ok in zip(left, results, strict=True):
+            won[i] = ok
         return won
 
-    async def _transact(
-        self, items: dict[int, dict[str, Any]]
+    async def _execute(
+        self, statements: dict[int, dict[str, Any]]
     ) -> tuple[list[int], dict[int, dict[str, Any]], list[int]]:
-        """Write `items` (by index) with TransactWriteItems, all or nothing, again without the ones whose
-        condition failed: (written, refused with the item the failed condition saw, still conflicting after
-        every attempt)."""
-        todo = list(items)
+        """Run single-item write statements (by index), 25 to a BatchExecuteStatement, all at once, again
+        without the ones refused or written: (written, refused with the item the failed condition returned
+        ({} for none), failing after every attempt or with an error a retry would not cure)."""
+        todo = list(statements)
+        written: list[int] = []
         refused: dict[int, dict[str, Any]] = {}
-        for attempt in range(TRANSACT_ATTEMPTS):
-            if not todo:
-                return [], refused, []
-            try:
-                await self._client.transact_write_items(TransactItems=[items[i] for i in todo])
-            except self._client.exceptions.TransactionCanceledException as exc:
-                reasons = exc.response.get("CancellationReasons") or []
-                if len(reasons) != len(todo):
-                    raise
-                again = []
-                for i, reason in zip(todo, reasons, strict=True):
-                    if reason.get("Code") == "ConditionalCheckFailed":
-                        refused[i] = reason.get("Item") or {}
+        left: list[int] = []
+        for attempt in range(BATCH_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+            chunks = [todo[i : i + BATCH_MAX_STATEMENTS] for i in range(0, len(todo), BATCH_MAX_STATEMENTS)]
+            answers = await asyncio.gather(
+                *(
+                    self._client.batch_execute_statement(Statements=[statements[i] for i in chunk])
+                    for chunk in chunks
+                )
+            )
+            todo = []
+            for chunk, answer in zip(chunks, answers, strict=True):
+                responses = answer.get("Responses") or []
+                if len(responses) != len(chunk):
+                    raise RuntimeError(f"{len(responses)} answers to {len(chunk)} statements")
+                for i, response in zip(chunk, responses, strict=True):
+                    code = (response.get("Error") or {}).get("Code")
+                    if code is None:
+                        written.append(i)
+                    elif code in _REFUSED:
+                        refused[i] = response["Error"].get("Item") or {}
+                    elif code in _TRANSIENT:
+                        todo.append(i)
                     else:
-                        again.append(i)
-                if any(r.get("Code") not in ("None", "ConditionalCheckFailed", None) for r in reasons):
-                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))  # a conflicting transaction
-                todo = again
-                continue
-            return todo, refused, []
-        return [], refused, todo
+                        left.append(i)  # a single write says what is wrong with it
+            if not todo:
+                break
+        return written, refused, left + todo
+
+    def _insert(self, msg: FrontierMessage, host: str, now: float) -> dict[str, Any]:
+        """`_create` as a PartiQL statement: INSERT fails (`DuplicateItem`) where an item with the key exists."""
+        item = self._item(msg, host, now, done_outcome=None)
+        names = ", ".join(f"'{name}': ?" for name in item)
+        return {
+            "Statement": f'INSERT INTO "{self._table}" VALUE {{{names}}}',
+            "Parameters": list(item.values()),
+        }
 
     def _create(self, msg: FrontierMessage, host: str, now: float) -> dict[str, Any]:
         """The conditional put that creates a URL's item, queued, only if none exists."""
@@ -306,31 +321,45 @@ class UrlStore:
     async def claim_fetch_many(
         self, asks: Sequence[tuple[FrontierMessage, float, float]]
     ) -> list[FetchClaim]:
-        """`claim_fetch` for several URLs (message, now, lease_s) in one TransactWriteItems: the records of a
-        batch granted their slots together claim together. A refused condition is answered from the item the
-        cancellation returns; the others go again without it. Persistent conflicts, or a URL named twice,
-        fall back to one `claim_fetch` each; so do one or two asks from the start (`TRANSACT_MIN_ITEMS`)."""
-        if len(asks) < TRANSACT_MIN_ITEMS:
-            return list(await asyncio.gather(*(self.claim_fetch(*ask) for ask in asks)))
+        """`claim_fetch` for several URLs (message, now, lease_s) in BatchExecuteStatements: the records of a
+        batch granted their slots together claim together, a write unit each. A refused condition is
+        answered from the item it returns. Persistent failures, or a URL named twice, fall back to one
+        `claim_fetch` each; so does a single ask."""
+        if len(asks) == 1:
+            return [await self.claim_fetch(*asks[0])]
         answers: dict[int, FetchClaim] = {}
         first: dict[tuple[str, str], int] = {}
-        update = {
-            i: {
-                "Update": {
-                    **self._lease_update(m, now, lease_s),
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            }
+        leases = {
+            i: self._lease_statement(m, now, lease_s)
             for i, (m, now, lease_s) in enumerate(asks)
             if first.setdefault((m.crawl_id, m.key), i) == i
         }
-        granted, refused, _ = await self._transact(update)
+        granted, refused, _ = await self._execute(leases)
         answers.update((i, FetchClaim(True)) for i in granted)
         answers.update((i, _refused(item, asks[i][1], asks[i][2])) for i, item in refused.items())
-        for i in range(len(asks)):  # still conflicting, or the same URL named twice: one claim each
+        for i in range(len(asks)):  # still failing, or the same URL named twice: one claim each
             if i not in answers:
                 answers[i] = await self.claim_fetch(*asks[i])
         return [answers[i] for i in range(len(asks))]
+
+    def _lease_statement(self, msg: FrontierMessage, now: float, lease_s: float) -> dict[str, Any]:
+        """`_lease_update` as a PartiQL statement (an UPDATE changes an existing item only)."""
+        return {
+            "Statement": (
+                f'UPDATE "{self._table}" SET url_state = ? SET lease_until = ? WHERE crawl_id = ? AND url_key = ?'
+                " AND (url_state = ? OR (url_state = ? AND lease_until < ?))"
+            ),
+            "Parameters": [
+                {"S": FETCHING},
+                {"N": repr(now + lease_s)},
+                {"S": msg.crawl_id},
+                {"S": msg.key},
+                {"S": QUEUED},
+                {"S": FETCHING},
+                {"N": repr(now)},
+            ],
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
 
     def _lease_update(self, msg: FrontierMessage, now: float, lease_s: float) -> dict[str, Any]:
         return {

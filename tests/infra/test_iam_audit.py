@@ -116,3 +116,29 @@ def test_calls_outside_a_handler_and_unknown_resources_are_reported_apart() -> N
     assert audit.accesses == set()
     _record(audit, "dynamodb", "GetItem", {"TableName": "someone-elses"})
     assert audit.unresolved == {"someone-elses"}
+
+
+def test_a_partiql_batch_needs_each_statements_partiql_action_on_its_table() -> None:
+    audit = IamAudit(STACK)
+    _record(
+        audit,
+        "dynamodb",
+        "BatchExecuteStatement",
+        {
+            "Statements": [
+                {"Statement": "INSERT INTO \"urls-1\" VALUE {'k': ?}"},
+                {"Statement": 'UPDATE "urls-1" SET a = ? WHERE k = ?'},
+                {"Statement": "update crawls-1 SET a = ? WHERE k = ?"},
+            ]
+        },
+    )
+    inserts_only = _template(_allow(["dynamodb:PartiQLInsert"], {"Fn::GetAtt": ["UrlsTable", "Arn"]}))
+    assert audit.violations(inserts_only) == [
+        "Fn (FnRole): dynamodb:PartiQLUpdate on CrawlsTable",
+        "Fn (FnRole): dynamodb:PartiQLUpdate on UrlsTable",
+    ]
+    all_of_them = _template(
+        _allow(["dynamodb:PartiQLInsert", "dynamodb:PartiQLUpdate"], {"Fn::GetAtt": ["UrlsTable", "Arn"]}),
+        _allow(["dynamodb:PartiQLUpdate"], {"Fn::GetAtt": ["CrawlsTable", "Arn"]}),
+    )
+    assert audit.violations(all_of_them) == []

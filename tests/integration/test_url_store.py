@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -280,10 +281,19 @@ def _run_on_table(moto_server: EmbeddedMoto, scenario: Callable[[Any, str], Awai
     asyncio.run(main())
 
 
-class _RivalBeforeTransaction:
-    """The aiobotocore client, except that a rival creates the `steal` items a transaction names between the
-    existence check and that transaction (the race the transaction's conditions settle), and calls are
-    counted."""
+def _inserted_keys(statements: list[dict[str, Any]]) -> list[str]:
+    """The url_keys the INSERT statements of a batch name."""
+    keys = []
+    for statement in statements:
+        names = re.findall(r"'(\w+)': \?", statement["Statement"])
+        if statement["Statement"].startswith("INSERT"):
+            keys.append(dict(zip(names, statement["Parameters"], strict=True))["url_key"]["S"])
+    return keys
+
+
+class _RivalBeforeBatch:
+    """The aiobotocore client, except that a rival creates the `steal` items a batch names between the
+    existence check and that batch (the race the INSERTs' key conditions settle), and calls are counted."""
 
     def __init__(self, client: Any, table: str, steal: list[FrontierMessage]) -> None:
         self._client, self._table, self._steal = client, table, steal
@@ -294,51 +304,55 @@ class _RivalBeforeTransaction:
         self.calls.append(("BatchGetItem", 0))
         return await self._client.batch_get_item(**kwargs)
 
-    async def transact_write_items(self, **kwargs: Any) -> Any:
-        self.calls.append(("TransactWriteItems", len(kwargs["TransactItems"])))
+    async def batch_execute_statement(self, **kwargs: Any) -> Any:
+        self.calls.append(("BatchExecuteStatement", len(kwargs["Statements"])))
         rival = UrlStore(self._client, self._table)
-        named = {a["Put"]["Item"]["url_key"]["S"] for a in kwargs["TransactItems"] if "Put" in a}
-        stolen = [m for m in self._steal if m.key in named]  # the transactions of one claim run at once
+        named = set(_inserted_keys(kwargs["Statements"]))
+        stolen = [m for m in self._steal if m.key in named]  # the batches of one claim run at once
         self._steal = [m for m in self._steal if m.key not in named]
         if stolen:
             assert len((await rival.claim(stolen, ["h"] * len(stolen), 0.0)).new) == len(stolen)
-        return await self._client.transact_write_items(**kwargs)
+        return await self._client.batch_execute_statement(**kwargs)
 
     async def put_item(self, **kwargs: Any) -> Any:
         self.calls.append(("PutItem", 1))
         return await self._client.put_item(**kwargs)
 
 
-def test_many_new_urls_are_claimed_in_transactions_and_a_lost_race_loses_only_its_urls(
+def test_many_new_urls_are_claimed_in_batches_and_a_lost_race_loses_only_its_urls(
     moto_server: EmbeddedMoto,
 ) -> None:
     async def scenario(raw: Any, table: str) -> None:
         children = [_msg(f"/c{i}", parent="p1") for i in range(250)]
         stolen = [_msg(f"/c{i}", parent="p2") for i in (3, 120, 249)]
-        client = _RivalBeforeTransaction(raw, table, stolen)
+        client = _RivalBeforeBatch(raw, table, stolen)
         claimed = await UrlStore(client, table).claim(children, ["h"] * len(children), 0.0)
         lost = {m.key for m in stolen}
         assert {m.key for m in claimed.new} == {m.key for m in children} - lost
         assert {m.key for m in claimed.send} == {m.key for m in claimed.new}
-        # 250 URLs: one existence check, three transactions (100, 100, 50), each again without the URL
-        # the rival took meanwhile; never one write per URL.
+        # 250 URLs: three existence-check pages, ten batches of 25 INSERTs, each answered statement by
+        # statement (no batch again for the URLs the rival took), and one read of those three owners.
         writes = [c for c in client.calls if c[0] != "BatchGetItem"]
-        sizes = [100, 99, 100, 99, 50, 49]
-        assert sorted(writes) == sorted(("TransactWriteItems", n) for n in sizes), writes
+        assert writes == [("BatchExecuteStatement", 25)] * 10, writes
+        assert client.calls.count(("BatchGetItem", 0)) == 4
         pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
         owners = {p.key for p in pending}
         assert owners == {m.key for m in children}  # every URL is queued once, by one claimer
+        cost = await raw.batch_execute_statement(
+            Statements=[UrlStore(raw, table)._insert(children[0], "h", 0.0)]
+        )
+        assert cost["Responses"][0]["Error"]["Code"] == "DuplicateItem"
 
     _run_on_table(moto_server, scenario)
 
 
 class _CountsOverlap:
-    """The aiobotocore client, except that existence checks and transactions take a little while and the
+    """The aiobotocore client, except that existence checks and batches take a little while and the
     most of each kind in flight at once is recorded."""
 
     def __init__(self, client: Any) -> None:
         self._client, self.exceptions = client, client.exceptions
-        self.flying: dict[str, int] = {"BatchGetItem": 0, "TransactWriteItems": 0}
+        self.flying: dict[str, int] = {"BatchGetItem": 0, "BatchExecuteStatement": 0}
         self.most = dict(self.flying)
 
     async def _timed(self, name: str, call: Awaitable[Any]) -> Any:
@@ -353,12 +367,12 @@ class _CountsOverlap:
     async def batch_get_item(self, **kwargs: Any) -> Any:
         return await self._timed("BatchGetItem", self._client.batch_get_item(**kwargs))
 
-    async def transact_write_items(self, **kwargs: Any) -> Any:
-        return await self._timed("TransactWriteItems", self._client.transact_write_items(**kwargs))
+    async def batch_execute_statement(self, **kwargs: Any) -> Any:
+        return await self._timed("BatchExecuteStatement", self._client.batch_execute_statement(**kwargs))
 
 
-def test_a_large_claims_reads_and_transactions_go_at_once(moto_server: EmbeddedMoto) -> None:
-    """A seeded sitemap claims hundreds of URLs: its existence-check pages and its transactions (distinct
+def test_a_large_claims_reads_and_batches_go_at_once(moto_server: EmbeddedMoto) -> None:
+    """A seeded sitemap claims hundreds of URLs: its existence-check pages and its INSERT batches (distinct
     keys) run concurrently, not one round trip after another; every URL is still claimed once."""
 
     async def scenario(raw: Any, table: str) -> None:
@@ -366,46 +380,52 @@ def test_a_large_claims_reads_and_transactions_go_at_once(moto_server: EmbeddedM
         client = _CountsOverlap(raw)
         claimed = await UrlStore(client, table).claim(children, ["h"] * len(children), 0.0, consistent=True)
         assert len(claimed.new) == 250
-        assert client.most == {"BatchGetItem": 3, "TransactWriteItems": 3}  # 100 + 100 + 50 each
+        assert client.most == {"BatchGetItem": 3, "BatchExecuteStatement": 10}  # 100+100+50; 10 x 25
         pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
         assert sorted(p.key for p in pending) == sorted(m.key for m in children)
 
     _run_on_table(moto_server, scenario)
 
 
-class _AlwaysConflicting(_RivalBeforeTransaction):
-    """Every transaction is cancelled by a conflicting one (another writer's transaction on the same items)."""
+class _FirstKeepsConflicting(_RivalBeforeBatch):
+    """The first statement of every batch meets a conflicting transaction (another writer's, on that item)
+    and is not run; the others run."""
 
-    async def transact_write_items(self, **kwargs: Any) -> Any:
-        n = len(kwargs["TransactItems"])
-        self.calls.append(("TransactWriteItems", n))
-        reasons = [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * (n - 1)
-        error = {"Error": {"Code": "TransactionCanceledException"}, "CancellationReasons": reasons}
-        raise self.exceptions.TransactionCanceledException(error, "TransactWriteItems")
+    async def batch_execute_statement(self, **kwargs: Any) -> Any:
+        statements = kwargs["Statements"]
+        self.calls.append(("BatchExecuteStatement", len(statements)))
+        conflict = {"Error": {"Code": "TransactionConflict", "Message": "conflict"}}
+        if len(statements) == 1:
+            return {"Responses": [conflict]}
+        rest = await self._client.batch_execute_statement(Statements=statements[1:])
+        return {"Responses": [conflict, *rest["Responses"]]}
 
 
-def test_claims_that_keep_conflicting_fall_back_to_one_conditional_put_each(
+def test_a_claim_that_keeps_conflicting_falls_back_to_one_conditional_put(
     moto_server: EmbeddedMoto,
 ) -> None:
     async def scenario(raw: Any, table: str) -> None:
         children = [_msg(f"/k{i}", parent="p1") for i in range(3)]
-        client = _AlwaysConflicting(raw, table, [])
+        client = _FirstKeepsConflicting(raw, table, [])
         claimed = await UrlStore(client, table).claim(children, ["h"] * 3, 0.0)
         assert {m.key for m in claimed.new} == {m.key for m in children}  # none lost
-        kinds = [c[0] for c in client.calls if c[0] != "BatchGetItem"]
-        assert kinds == ["TransactWriteItems"] * 4 + ["PutItem"] * 3, kinds
+        writes = [c for c in client.calls if c[0] != "BatchGetItem"]
+        # Only the conflicting statement goes again (three more attempts), then on its own.
+        assert writes == [("BatchExecuteStatement", 3)] + [("BatchExecuteStatement", 1)] * 3 + [
+            ("PutItem", 1)
+        ]
 
     _run_on_table(moto_server, scenario)
 
 
-class _AnswerLost(_RivalBeforeTransaction):
+class _AnswerLost(_RivalBeforeBatch):
     """Every write lands, but its answer is lost and the SDK sends it again (a read timeout, a reset
     connection): the caller sees what the repeated write meets, its own item."""
 
-    async def transact_write_items(self, **kwargs: Any) -> Any:
-        self.calls.append(("TransactWriteItems", len(kwargs["TransactItems"])))
-        await self._client.transact_write_items(**kwargs)
-        return await self._client.transact_write_items(**kwargs)
+    async def batch_execute_statement(self, **kwargs: Any) -> Any:
+        self.calls.append(("BatchExecuteStatement", len(kwargs["Statements"])))
+        await self._client.batch_execute_statement(**kwargs)
+        return await self._client.batch_execute_statement(**kwargs)
 
     async def put_item(self, **kwargs: Any) -> Any:
         self.calls.append(("PutItem", 1))
@@ -430,7 +450,7 @@ def test_a_claim_whose_answer_was_lost_is_still_sent(moto_server: EmbeddedMoto) 
     _run_on_table(moto_server, scenario)
 
 
-class _StaleReads(_RivalBeforeTransaction):
+class _StaleReads(_RivalBeforeBatch):
     """Eventually consistent reads that have not seen any write yet (every item missing), unless the
     request asks for a consistent read; records the consistency each read asked for."""
 
@@ -461,24 +481,26 @@ def test_link_checks_read_eventually_consistent_and_a_stale_miss_loses_nothing(
         store = UrlStore(stale, table)
         again = await store.claim([mine, _msg("/stale-theirs", parent="p1")], ["h", "h"], 0.0)
         assert [m.key for m in again.send] == [mine.key]
-        assert stale.consistent == [False]
+        # The stale miss meets the INSERT, refused without the item (DuplicateItem): one consistent read
+        # of the refused keys says whose they are.
+        assert stale.consistent == [False, True]
         counted = await store.claim([mine], ["h"], 0.0, consistent=True)  # the seeder counts `new`
         assert counted.send == [mine] and counted.new == []
-        assert stale.consistent == [False, True]
+        assert stale.consistent == [False, True, True]
         states = await store.states([mine, theirs])
         assert states == {(CRAWL, mine.key): QUEUED, (CRAWL, theirs.key): QUEUED}
-        assert stale.consistent == [False, True, True]
+        assert stale.consistent == [False, True, True, True]
 
     _run_on_table(moto_server, scenario)
 
 
-class _Counting(_RivalBeforeTransaction):
+class _Counting(_RivalBeforeBatch):
     async def update_item(self, **kwargs: Any) -> Any:
         self.calls.append(("UpdateItem", 1))
         return await self._client.update_item(**kwargs)
 
 
-def test_fetch_claims_of_a_batch_share_one_transaction_and_refusals_say_why(
+def test_fetch_claims_of_a_batch_share_one_call_and_refusals_say_why(
     moto_server: EmbeddedMoto,
 ) -> None:
     async def scenario(raw: Any, table: str) -> None:
@@ -487,29 +509,35 @@ def test_fetch_claims_of_a_batch_share_one_transaction_and_refusals_say_why(
         await plain.claim([free, done, held, also_free], ["h"] * 4, 0.0)
         await plain.finish([(done, "h", "fetched")], 1.0)
         assert (await plain.claim_fetch(held, now=10.0, lease_s=30.0)).granted  # another delivery
+        never = _msg("/never-claimed")
 
         client = _Counting(raw, table, [])
         store = UrlStore(client, table)
         asks = [(free, 20.0, 30.0), (done, 20.0, 30.0), (held, 20.0, 30.0), (also_free, 20.0, 30.0)]
-        answers = await store.claim_fetch_many([*asks, (free, 20.0, 30.0)])  # and one URL named twice
+        answers = await store.claim_fetch_many([*asks, (free, 20.0, 30.0), (never, 20.0, 30.0)])
         assert answers[0].granted and answers[3].granted
         assert not answers[1].granted and answers[1].held_until is None  # done: a duplicate
         assert not answers[2].granted and answers[2].held_until == 40.0  # come back when that lease ends
         assert not answers[4].granted and answers[4].held_until == 50.0  # the first copy holds it now
+        assert not answers[5].granted and answers[5].held_until is None  # no item: an UPDATE creates none
         assert client.calls == [
-            ("TransactWriteItems", 4),  # cancelled by the two refusals, which it answers
-            ("TransactWriteItems", 2),
+            ("BatchExecuteStatement", 5),  # each statement answered: the refusals with their items
             ("UpdateItem", 1),  # the second copy, on its own
         ], client.calls
         for msg in (free, also_free):
             assert await _state(raw, table, msg) == FETCHING
+        assert await _state(raw, table, held) == FETCHING
+        assert (
+            await raw.get_item(TableName=table, Key={"crawl_id": {"S": CRAWL}, "url_key": {"S": never.key}})
+        ).get("Item") is None
 
     _run_on_table(moto_server, scenario)
 
 
-def test_one_or_two_writes_go_singly_not_as_a_transaction_billed_twice(moto_server: EmbeddedMoto) -> None:
-    """A transaction bills two write units an item: a polite crawl's small batches (one or two new links, one
-    or two records granted together) write each item on its own at one unit, with the same answers."""
+def test_two_or_more_writes_share_a_batch_and_one_goes_alone(moto_server: EmbeddedMoto) -> None:
+    """A batch of PartiQL statements bills a write unit an item, as single writes do (a transaction bills
+    two): two or more new links, or records granted together, share one call; a single one is a PutItem
+    or an UpdateItem, with the same answers."""
 
     async def scenario(raw: Any, table: str) -> None:
         client = _Counting(raw, table, [])
@@ -520,13 +548,16 @@ def test_one_or_two_writes_go_singly_not_as_a_transaction_billed_twice(moto_serv
         third = _msg("/pair-c", parent="p1")
         claimed = await store.claim([first, second, third], ["h"] * 3, 0.0, consistent=True)
         assert claimed.new == [first, third]  # the other parent's claim stands
-        answers = await store.claim_fetch_many([(first, 5.0, 30.0), (second, 5.0, 30.0)])
+        answers = await store.claim_fetch_many([(first, 5.0, 30.0), (third, 5.0, 30.0)])
         assert [a.granted for a in answers] == [True, True]
         assert await _state(raw, table, first) == FETCHING
+        lone = _msg("/pair-d", parent="p1")
+        assert (await store.claim([lone], ["h"], 0.0, consistent=True)).new == [lone]
+        assert [a.granted for a in await store.claim_fetch_many([(lone, 5.0, 30.0)])] == [True]
         assert [c for c in client.calls if c[0] != "BatchGetItem"] == [
+            ("BatchExecuteStatement", 2),
+            ("BatchExecuteStatement", 2),
             ("PutItem", 1),
-            ("PutItem", 1),
-            ("UpdateItem", 1),
             ("UpdateItem", 1),
         ], client.calls
 

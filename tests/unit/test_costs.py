@@ -59,3 +59,13 @@ def test_queries_bill_their_metered_read_units_and_a_get_one() -> None:
         )
     )
     assert units.dynamodb_rru == 4 * 90.5 + 1 + 3
+
+
+def test_a_partiql_batch_bills_write_units_once_where_a_transaction_bills_twice() -> None:
+    from seolens_core.costs import Usage, billed_units
+
+    batch = billed_units(Usage({"dynamodb.BatchExecuteStatement": 4}, {"BatchExecuteStatement": 25.0}))
+    transaction = billed_units(Usage({"dynamodb.TransactWriteItems": 1}, {"TransactWriteItems": 100.0}))
+    assert batch.dynamodb_wru == transaction.dynamodb_wru / 2 == 100.0
+    assert batch.unpriced == ()
+    assert billed_units(Usage({"dynamodb.BatchExecuteStatement": 2})).dynamodb_wru == 50.0  # unknown: 25

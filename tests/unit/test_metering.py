@@ -108,3 +108,33 @@ def test_a_query_is_billed_by_the_items_it_examined_not_those_its_filter_kept() 
         client.query(**query, ConsistentRead=True)
         client.query(**query)
     assert meter.items() == {"dynamodb.Query": 187.5 + 375 + 0.5}
+
+
+def test_a_partiql_batch_bills_each_statement_once_an_insert_per_started_kilobyte() -> None:
+    from seolens_core.adapters.urls import UrlStore
+    from seolens_core.frontier import FrontierMessage
+
+    store = UrlStore(client=None, table="urls")
+    url = "http://127.0.0.1:8000/" + "x" * 1500  # a long URL: a 2 KB item
+    big = FrontierMessage(crawl_id="c1", url=url, key="k1", depth=1)
+    small = FrontierMessage(crawl_id="c1", url="http://127.0.0.1:8000/a", key="k2", depth=1)
+    statements = [store._insert(big, "h", 1.0), store._insert(small, "h", 1.0)]
+    assert write_units(store._item(big, "h", 1.0, done_outcome=None)) == 2
+    lease = store._lease_statement(small, 5.0, 30.0)
+    assert batch_size("BatchExecuteStatement", {"Statements": [*statements, lease]}) == 2 + 1 + 1
+    reads = [
+        {"Statement": "SELECT * FROM urls WHERE k = ?"},
+        {"Statement": "select 1", "ConsistentRead": True},
+    ]
+    assert batch_size("BatchExecuteStatement", {"Statements": reads}) == 1.5
+
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    meter = CallMeter()
+    meter.attach(client)
+    with Stubber(client) as stub:
+        stub.add_response("batch_execute_statement", {"Responses": [{}, {}, {}]})
+        client.batch_execute_statement(Statements=[*statements, lease])
+    assert meter.snapshot() == {"dynamodb.BatchExecuteStatement": 1}
+    assert meter.items() == {"dynamodb.BatchExecuteStatement": 4}
