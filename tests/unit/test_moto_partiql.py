@@ -6,6 +6,7 @@ documented behaviour and moto's own PutItem / UpdateItem with the equivalent Con
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +31,9 @@ def ddb() -> Iterator[Any]:
     moto_patches.apply()
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
+        # Another test's mock may still hold the backend (the suite's order): start from no table.
+        with contextlib.suppress(client.exceptions.ResourceNotFoundException):
+            client.delete_table(TableName=TABLE)
         client.create_table(
             TableName=TABLE,
             KeySchema=[
@@ -43,6 +47,7 @@ def ddb() -> Iterator[Any]:
             BillingMode="PAY_PER_REQUEST",
         )
         yield client
+        client.delete_table(TableName=TABLE)
 
 
 def _msg(path: str) -> FrontierMessage:
