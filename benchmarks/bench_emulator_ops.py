@@ -136,7 +136,7 @@ def main() -> None:
         f"{(queried - updated) / args.queries * 1000:.1f} ms emulator CPU a call"
     )
     print(
-        f"URL claims: TransactWriteItems {claim_s / args.claims * 1000:.3f} ms, "
+        f"URL claims: BatchExecuteStatement (INSERTs) {claim_s / args.claims * 1000:.3f} ms, "
         f"BatchGetItem {check_s / args.claims * 1000:.3f} ms emulator CPU an item ({args.claims} items)"
     )
     print(

@@ -570,6 +570,7 @@ FAST_JSON_OPERATIONS = frozenset(
         "TransactWriteItems",
         "Query",
         "Scan",
+        "BatchExecuteStatement",
     }
 )
 

@@ -491,6 +491,17 @@ def _stored_item_shapes() -> list[dict[str, object]]:
             lambda items: {"Items": items, "Count": 4, "ScannedCount": 4, "LastEvaluatedKey": items[1]},
         ),
         ("Scan", lambda items: {"Items": items[:2], "Count": 2, "ScannedCount": 9}),
+        (
+            "BatchExecuteStatement",
+            lambda items: {
+                "Responses": [
+                    {"TableName": "t"},
+                    {"Error": {"Code": "ConditionalCheckFailed", "Message": "m", "Item": items[0]}},
+                    {"Error": {"Code": "DuplicateItem", "Message": "d"}},
+                    {"TableName": "t", "Item": items[1]},
+                ]
+            },
+        ),
     ],
 )
 def test_fast_json_bodies_equal_upstreams_serialiser(operation: str, shape) -> None:  # type: ignore[no-untyped-def]
