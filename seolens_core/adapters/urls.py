@@ -336,7 +336,9 @@ class UrlStore:
         }
         granted, refused, _ = await self._execute(leases)
         answers.update((i, FetchClaim(True)) for i in granted)
-        answers.update((i, _refused(item, asks[i][1], asks[i][2])) for i, item in refused.items())
+        # A refusal without the item (none stored, or an answer that left it out) goes again singly below:
+        # an UpdateItem's refusal always carries it, and "done" must not be guessed.
+        answers.update((i, _refused(item, asks[i][1], asks[i][2])) for i, item in refused.items() if item)
         for i in range(len(asks)):  # still failing, or the same URL named twice: one claim each
             if i not in answers:
                 answers[i] = await self.claim_fetch(*asks[i])
@@ -346,8 +348,9 @@ class UrlStore:
         """`_lease_update` as a PartiQL statement (an UPDATE changes an existing item only)."""
         return {
             "Statement": (
-                f'UPDATE "{self._table}" SET url_state = ? SET lease_until = ? WHERE crawl_id = ? AND url_key = ?'
-                " AND (url_state = ? OR (url_state = ? AND lease_until < ?))"
+                f'UPDATE "{self._table}" SET "url_state" = ? SET "lease_until" = ?'
+                ' WHERE "crawl_id" = ? AND "url_key" = ?'
+                ' AND ("url_state" = ? OR ("url_state" = ? AND "lease_until" < ?))'
             ),
             "Parameters": [
                 {"S": FETCHING},

@@ -523,6 +523,7 @@ def test_fetch_claims_of_a_batch_share_one_call_and_refusals_say_why(
         assert client.calls == [
             ("BatchExecuteStatement", 5),  # each statement answered: the refusals with their items
             ("UpdateItem", 1),  # the second copy, on its own
+            ("UpdateItem", 1),  # refused with no item to say why: asked again singly, never guessed done
         ], client.calls
         for msg in (free, also_free):
             assert await _state(raw, table, msg) == FETCHING
@@ -530,6 +531,33 @@ def test_fetch_claims_of_a_batch_share_one_call_and_refusals_say_why(
         assert (
             await raw.get_item(TableName=table, Key={"crawl_id": {"S": CRAWL}, "url_key": {"S": never.key}})
         ).get("Item") is None
+
+    _run_on_table(moto_server, scenario)
+
+
+class _RefusalsWithoutItems(_Counting):
+    """A batch whose refusals leave out the item their condition saw (as DynamoDB answered before it
+    honoured `ReturnValuesOnConditionCheckFailure` in batches)."""
+
+    async def batch_execute_statement(self, **kwargs: Any) -> Any:
+        answer = await super().batch_execute_statement(**kwargs)
+        for response in answer["Responses"]:
+            response.get("Error", {}).pop("Item", None)
+        return answer
+
+
+def test_a_lease_refused_without_its_item_is_asked_again_not_taken_for_done(
+    moto_server: EmbeddedMoto,
+) -> None:
+    async def scenario(raw: Any, table: str) -> None:
+        held, free = _msg("/held-x"), _msg("/free-x")
+        await UrlStore(raw, table).claim([held, free], ["h"] * 2, 0.0)
+        assert (await UrlStore(raw, table).claim_fetch(held, now=10.0, lease_s=30.0)).granted
+        client = _RefusalsWithoutItems(raw, table, [])
+        answers = await UrlStore(client, table).claim_fetch_many([(held, 20.0, 30.0), (free, 20.0, 30.0)])
+        assert not answers[0].granted and answers[0].held_until == 40.0  # held: come back, not a duplicate
+        assert answers[1].granted
+        assert client.calls == [("BatchExecuteStatement", 2), ("UpdateItem", 1)], client.calls
 
     _run_on_table(moto_server, scenario)
 
