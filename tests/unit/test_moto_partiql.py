@@ -27,7 +27,9 @@ UPDATE = (
 
 
 @pytest.fixture
-def ddb() -> Iterator[Any]:
+def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)  # a local cloud of another test: not here, in-process
     moto_patches.apply()
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
