@@ -16,6 +16,8 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from infra.local import moto_partiql, moto_patches
+from infra.local.runtime import TEMPLATE
+from infra.local.template import load_template
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.frontier import FrontierMessage
 from seolens_core.urls import url_key_hex
@@ -36,17 +38,10 @@ def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         # Another test's mock may still hold the backend (the suite's order): start from no table.
         with contextlib.suppress(client.exceptions.ResourceNotFoundException):
             client.delete_table(TableName=TABLE)
+        urls = load_template(TEMPLATE)["Resources"]["UrlsTable"]["Properties"]  # the crawler's URLs table
         client.create_table(
             TableName=TABLE,
-            KeySchema=[
-                {"AttributeName": "crawl_id", "KeyType": "HASH"},
-                {"AttributeName": "url_key", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "crawl_id", "AttributeType": "S"},
-                {"AttributeName": "url_key", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
+            **{k: urls[k] for k in ("KeySchema", "AttributeDefinitions", "BillingMode")},
         )
         yield client
         client.delete_table(TableName=TABLE)
