@@ -7,8 +7,8 @@ Starts the embedded moto server (with `infra/local/moto_patches.py`) and measure
 around: pacing-shaped UpdateItems (reserve two leases on a host item, then release them with an observation),
 Queries of a sparse `pending` index holding `--pending` URLs (the progress check's question), and
 ReceiveMessage(10) + DeleteMessageBatch(10) on a queue `--queue-depth` messages deep (a crawl's frontier
-holds most of the URLs it has found and not fetched yet), and `--claims` URL items created by conditional puts in
-TransactWriteItems of 100 and then read by BatchGetItem of 100 (the visited set's writes and existence checks,
+holds most of the URLs it has found and not fetched yet), and `--claims` URL items created by conditional INSERTs in
+BatchExecuteStatements of 25 and then read by BatchGetItem of 100 (the visited set's writes and existence checks,
 most of the emulator's work while a crawl discovers its site). Run it on
 two commits to see what an emulator patch saves; the crawl benchmarks carry too much noise for that.
 """

@@ -56,11 +56,7 @@ class Value:
     index: int = -1
 
     def bind(self, parameters: list[dict[str, Any]]) -> dict[str, Any]:
-        if self.literal is not None:
-            return self.literal
-        if self.index >= len(parameters):
-            raise IndexError(f"the statement has more '?' than the {len(parameters)} parameters given")
-        return parameters[self.index]
+        return self.literal if self.literal is not None else parameters[self.index]
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,21 +263,29 @@ class _Expression:
         return f"{self.name(name)} {op} {self.value(value)}"
 
 
-def _key_of(
-    table: Any, conjuncts: list[Any], parameters: list[dict[str, Any]]
-) -> tuple[dict[str, Any], list[Any]]:
-    """The item's key from the WHERE clause's `key = value` conjuncts, and the conjuncts left as the condition."""
-    key_names = [table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else [])
-    key: dict[str, Any] = {}
+Conjuncts = tuple[Any, ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _key_split(statement: str, key_names: tuple[str, ...]) -> tuple[tuple[tuple[str, Value], ...], Conjuncts]:
+    """An UPDATE's WHERE clause as the key's `name = value` conjuncts and the others (its condition), kept per
+    text and table keys. Raises `Unsupported` when the equalities do not give the whole key."""
+    plan = parse(statement)
+    assert isinstance(plan, Update)
+    key: dict[str, Value] = {}
     rest = []
-    for term in conjuncts:
+    for term in _conjuncts(plan.condition):
         if term[0] == "cmp" and term[1] == "=" and term[2] in key_names and term[2] not in key:
-            key[term[2]] = term[3].bind(parameters)
+            key[term[2]] = term[3]
         else:
             rest.append(term)
     if len(key) != len(key_names):
         raise Unsupported("the WHERE clause does not give the whole key by equalities")
-    return key, rest
+    return tuple(key.items()), tuple(rest)
+
+
+def _key_names(table: Any) -> tuple[str, ...]:
+    return (table.hash_key_attr, table.range_key_attr) if table.range_key_attr else (table.hash_key_attr,)
 
 
 def _error(code: str, message: str, item: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -310,21 +314,20 @@ def _run_insert(backend: Any, plan: Insert, parameters: list[dict[str, Any]]) ->
 
 
 def _run_update(
-    backend: Any, plan: Update, parameters: list[dict[str, Any]], return_old: bool
+    backend: Any, plan: Update, statement: str, parameters: list[dict[str, Any]], return_old: bool
 ) -> dict[str, Any]:
     from moto.dynamodb.exceptions import ConditionalCheckFailed
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     table = backend.get_table(plan.table)
-    key, rest = _key_of(table, _conjuncts(plan.condition), parameters)
+    key_terms, rest = _key_split(statement, _key_names(table))
+    key = {name: value.bind(parameters) for name, value in key_terms}
     expression = _Expression(parameters)
     updates = ", ".join(f"{expression.name(n)} = {expression.value(v)}" for n, v in plan.sets)
     # A PartiQL UPDATE changes an existing item only: the condition holds the key's existence.
     condition = " AND ".join(
         [f"attribute_exists({expression.name(table.hash_key_attr)})", *map(expression.render, rest)]
     )
-    range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
-    before = table.get_item(DynamoType(key[table.hash_key_attr]), range_value)
     try:
         backend.update_item(
             plan.table,
@@ -335,7 +338,9 @@ def _run_update(
             condition_expression=condition,
         )
     except ConditionalCheckFailed:
-        item = before.to_json()["Attributes"] if return_old and before is not None else None
+        # Refused, so unchanged (the backend's calls are serialised): the item the condition saw.
+        seen = table.get_item(*(DynamoType(key[name]) for name in _key_names(table))) if return_old else None
+        item = seen.to_json()["Attributes"] if seen is not None else None
         return _error("ConditionalCheckFailed", "The conditional request failed", item)
     return {"TableName": plan.table}
 
@@ -343,8 +348,9 @@ def _run_update(
 def _plans(statements: list[dict[str, Any]], tables: dict[str, Any]) -> list[Insert | Update] | None:
     plans = []
     for statement in statements:
+        text = statement.get("Statement", "")
         try:
-            plan = parse(statement.get("Statement", ""))
+            plan = parse(text)
         except Unsupported:
             return None
         table = tables.get(plan.table)
@@ -352,8 +358,8 @@ def _plans(statements: list[dict[str, Any]], tables: dict[str, Any]) -> list[Ins
             return None
         if isinstance(plan, Update):
             try:
-                _key_of(table, _conjuncts(plan.condition), statement.get("Parameters") or [])
-            except (Unsupported, IndexError):
+                _key_split(text, _key_names(table))
+            except Unsupported:
                 return None
         plans.append(plan)
     return plans
@@ -393,7 +399,7 @@ def batch_execute_statement(
                     responses.append(_run_insert(self, plan, parameters))
                 else:
                     old = statement.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
-                    responses.append(_run_update(self, plan, parameters, old))
+                    responses.append(_run_update(self, plan, statement["Statement"], parameters, old))
             except MockValidationException as exc:
                 responses.append(_error("ValidationError", exc.message))
         return responses

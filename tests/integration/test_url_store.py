@@ -338,10 +338,10 @@ def test_many_new_urls_are_claimed_in_batches_and_a_lost_race_loses_only_its_url
         pending, _ = await UrlStore(raw, table).pending(CRAWL, limit=1000)
         owners = {p.key for p in pending}
         assert owners == {m.key for m in children}  # every URL is queued once, by one claimer
-        cost = await raw.batch_execute_statement(
+        again = await raw.batch_execute_statement(
             Statements=[UrlStore(raw, table)._insert(children[0], "h", 0.0)]
         )
-        assert cost["Responses"][0]["Error"]["Code"] == "DuplicateItem"
+        assert again["Responses"][0]["Error"]["Code"] == "DuplicateItem"
 
     _run_on_table(moto_server, scenario)
 

@@ -230,9 +230,13 @@ def test_limits_and_parameter_counts_are_checked(ddb: Any) -> None:
     assert raised.value.response["Error"]["Code"] == "ValidationException"
     assert _item(ddb, _msg("/l0").key) is None
     short = dict(too_many[0], Parameters=too_many[0]["Parameters"][:-1])
-    answer = ddb.batch_execute_statement(Statements=[short, too_many[1]])["Responses"]
+    lease = store._lease_statement(_msg("/l1"), now=5.0, lease_s=30.0)
+    short_lease = dict(lease, Parameters=lease["Parameters"][:3])  # not even the whole key
+    answer = ddb.batch_execute_statement(Statements=[short, too_many[1], short_lease])["Responses"]
     assert answer[0]["Error"]["Code"] == "ValidationError"
     assert answer[1] == {"TableName": TABLE}
+    assert answer[2]["Error"]["Code"] == "ValidationError"
+    assert (_item(ddb, _msg("/l1").key) or {})["url_state"] == {"S": "queued"}
 
 
 def test_a_statement_is_parsed_once_per_text() -> None:
