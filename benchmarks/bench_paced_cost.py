@@ -46,6 +46,15 @@ def _expression(spec: Mapping[str, Any]) -> str:
     return re.sub(r"#\w+|:\w+", "?", str(text))[:48]
 
 
+def _statement(text: str) -> str:
+    """A PartiQL statement's verb and table: `INSERT UrlsTable`."""
+    words = text.replace('"', "").split()
+    table = (
+        words[2] if words[:2] == ["INSERT", "INTO"] and len(words) > 2 else words[1] if len(words) > 1 else ""
+    )
+    return f"{words[0] if words else '?'} {_table(table)}"
+
+
 def purpose(operation: str, params: Mapping[str, Any]) -> tuple[str, int]:
     """A DynamoDB request's purpose (operation, table, expression with placeholders blanked) and its items."""
     if operation == "TransactWriteItems":
@@ -53,6 +62,9 @@ def purpose(operation: str, params: Mapping[str, Any]) -> tuple[str, int]:
         for element in params.get("TransactItems", []):
             ((action, spec),) = element.items()
             kinds[f"{action} {_table(spec.get('TableName', ''))} {_expression(spec)}"] += 1
+        return f"{operation}: " + " + ".join(sorted(kinds)), sum(kinds.values())
+    if operation == "BatchExecuteStatement":  # one item a statement: the verb and table of each
+        kinds = Counter(_statement(str(st.get("Statement", ""))) for st in params.get("Statements", []))
         return f"{operation}: " + " + ".join(sorted(kinds)), sum(kinds.values())
     if operation in ("BatchWriteItem", "BatchGetItem"):
         requests = params.get("RequestItems", {})

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.local.deploy import DeployedStack
-from infra.local.lambda_host import LambdaHost, route_lambda_logs
+from infra.local.lambda_host import CURRENT_FUNCTION, LambdaHost, route_lambda_logs
 from seolens_core.adapters._metering import GLOBAL_METER, counts_since
 from seolens_core.adapters._stored_units import TableSchema
 
@@ -55,6 +55,25 @@ class _Answer:
     calls: Mapping[str, int]
     items: Mapping[str, float]
     billed_ms: float
+    heard: tuple[tuple[str, str, Mapping[str, Any]], ...] = ()
+    """Each call as the meter's listeners see it (service, operation, API parameters), when the parent has
+    listeners (an IAM audit, a benchmark's breakdown): they hear the children's calls as their own."""
+
+
+class _CallRecorder:
+    """A meter listener in the child that keeps what the parent's listeners would have heard."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, str, Mapping[str, Any]]] = []
+
+    def __call__(self, service: str, operation: str, params: Mapping[str, Any]) -> None:
+        # An upload's body is data, not the call's shape, and may be a stream: it does not travel.
+        slim = {k: v for k, v in params.items() if k != "Body"}
+        try:
+            pickle.dumps(slim)
+        except Exception:
+            slim = {k: v for k, v in slim.items() if isinstance(v, (str, int, float, bool))}
+        self.heard.append((service, operation, slim))
 
 
 def _serve(conn: Connection, setup: _Setup) -> None:
@@ -76,13 +95,19 @@ def _serve(conn: Connection, setup: _Setup) -> None:
             return
         if request is None:
             return
-        name, payload = request
+        name, payload, listened = request
         calls, items = GLOBAL_METER.snapshot(), GLOBAL_METER.items()
+        recorder = _CallRecorder()
+        if listened:
+            GLOBAL_METER.add_listener(recorder)
         started = time.perf_counter()
         try:
             value, ok = host.invoke(name, payload), True
         except Exception as exc:  # the parent re-raises it, as the Lambda service reports a failed invoke
             value, ok = _picklable(exc), False
+        finally:
+            if listened:
+                GLOBAL_METER.remove_listener(recorder)
         conn.send(
             _Answer(
                 ok,
@@ -90,6 +115,7 @@ def _serve(conn: Connection, setup: _Setup) -> None:
                 counts_since(GLOBAL_METER.snapshot(), calls),
                 counts_since(GLOBAL_METER.items(), items),
                 (time.perf_counter() - started) * 1000,
+                tuple(recorder.heard),
             )
         )
 
@@ -116,7 +142,7 @@ class _Environment:
         try:
             if not self._ready:
                 self._ready = self._conn.recv() == "ready"
-            self._conn.send((name, payload))
+            self._conn.send((name, payload, GLOBAL_METER.listening))
             answer = self._conn.recv()
         except (EOFError, OSError) as exc:
             raise EnvironmentCrashed(f"execution environment {self._process.pid} exited") from exc
@@ -179,7 +205,15 @@ class ProcessEnvironments:
             self._mine.env = None  # the next batch of this poller gets a fresh environment (a cold start)
             raise
         GLOBAL_METER.add(answer.calls, answer.items)
-        self._host.record(self._host.function(name).logical_id, answer.billed_ms)
+        logical_id = self._host.function(name).logical_id
+        if answer.heard:
+            token = CURRENT_FUNCTION.set(logical_id)
+            try:
+                for service, operation, params in answer.heard:
+                    GLOBAL_METER.tell(service, operation, params)
+            finally:
+                CURRENT_FUNCTION.reset(token)
+        self._host.record(logical_id, answer.billed_ms)
         if not answer.ok:
             raise answer.value
         return answer.value

@@ -189,8 +189,7 @@ class CallMeter:
                 items = self._planned(model.name, params, context, items)
             if items is not None:
                 self._add_items(f"{service}.{model.name}", items)
-            for listener in list(self._listeners):
-                listener(service, model.name, params if isinstance(params, dict) else {})
+            self.tell(service, model.name, params if isinstance(params, dict) else {})
 
         return hook
 
@@ -223,6 +222,16 @@ class CallMeter:
 
     def remove_listener(self, listener: Callable[[str, str, Mapping[str, Any]], None]) -> None:
         self._listeners.remove(listener)
+
+    @property
+    def listening(self) -> bool:
+        """Whether any listener is attached (a caller in another process then sends its calls here)."""
+        return bool(self._listeners)
+
+    def tell(self, service: str, operation: str, params: Mapping[str, Any]) -> None:
+        """Tell the listeners of a call made elsewhere (an execution environment in another process)."""
+        for listener in list(self._listeners):
+            listener(service, operation, params)
 
     def items(self) -> dict[str, float]:
         """Billed items so far per "service.Operation": of batch calls and transactions, and of single-item

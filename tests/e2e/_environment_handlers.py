@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import boto3
+
 from seolens_core.adapters._metering import GLOBAL_METER
 
 
@@ -23,6 +25,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         raise ValueError(f"bad event {event['fail']}")
     if event.get("odd_error"):
         raise TwoArgumentError("odd", "detail")
+    if event.get("list_queues"):  # a real call, through a metered client, to the parent's local cloud
+        GLOBAL_METER.attach(boto3.client("sqs")).list_queues(QueueNamePrefix=event["list_queues"])
     if event.get("count"):
         GLOBAL_METER.add({"sqs.SendMessageBatch": event["count"]}, {"dynamodb.BatchWriteItem": 2.5})
     return {

@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import threading
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ import pytest
 from infra.fixture_site import FixtureServer
 from infra.fixture_site.sites import DEMO_EXPECTED, demo_sites
 from infra.local import process_host
-from infra.local.lambda_host import LambdaHost
+from infra.local.iam_audit import IamAudit
+from infra.local.lambda_host import CURRENT_FUNCTION, LambdaHost
 from infra.local.process_host import EnvironmentCrashed, ProcessEnvironments, stop_fork_server
 from infra.local.runtime import WORKER, LocalCloud, run_crawl
 from seolens_core.adapters._metering import GLOBAL_METER
 from seolens_core.settings import CrawlSettings
+from tests.e2e.conftest import translated_template
 
 NOT_PAGES = {"/robots.txt", "/sitemap.xml", "/sitemap_index.xml", "/wp-sitemap.xml"}
 
@@ -36,10 +39,19 @@ def test_demo_crawl_in_worker_processes(local_cloud: LocalCloud, tmp_path: Path)
             allow_hosts=(f"{partner_host}:{partner_port}",),
             progress_poll_s=1,
         )
-        run = run_crawl(local_cloud, settings, workers=3, out_dir=tmp_path, processes=True)
+        assert local_cloud.stack is not None
+        audit = IamAudit(local_cloud.stack)
+        with audit.recording():
+            run = run_crawl(local_cloud, settings, workers=3, out_dir=tmp_path, processes=True)
         log = server.log("demo")
     finally:
         server.stop()
+    # The children's calls reach the parent's listeners: the IAM audit covers what `seolens crawl` runs.
+    worker_actions = {a.action for a in audit.accesses if a.function == "FetchWorkerFunction"}
+    assert {"dynamodb:PartiQLUpdate", "dynamodb:BatchWriteItem", "s3:PutObject"} <= worker_actions, (
+        worker_actions
+    )
+    assert audit.violations(translated_template()) == []
     assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
     pages = [
         r.path for r in log if r.path not in NOT_PAGES and not r.path.startswith(DEMO_EXPECTED.trap_prefix)
@@ -48,8 +60,8 @@ def test_demo_crawl_in_worker_processes(local_cloud: LocalCloud, tmp_path: Path)
     assert set(pages) == set(DEMO_EXPECTED.crawlable)
     cost = json.loads((tmp_path / "report.json").read_text())["cost"]
     calls = cost["aws_calls"]
-    # Only the workers (in the children) claim URLs in transactions and write batch journals.
-    assert calls.get("dynamodb.TransactWriteItems", 0) > 0 and calls.get("dynamodb.BatchWriteItem", 0) > 0
+    # Only the workers (in the children) lease URLs in PartiQL batches and write batch journals.
+    assert calls.get("dynamodb.BatchExecuteStatement", 0) > 0 and calls.get("dynamodb.BatchWriteItem", 0) > 0
     assert cost["units_per_call"]["BatchWriteItem"] > 1  # the children's billed items came back too
     assert run.worker_invocations > 0
 
@@ -90,6 +102,32 @@ def test_each_thread_keeps_its_environment_and_the_meter_and_bill_come_back(
         assert probe_host.invocations[WORKER] == 3 and probe_host.billed_ms[WORKER] > 0
     finally:
         envs.close()
+
+
+def test_the_childrens_calls_reach_the_parents_listeners_as_the_functions_own(probe_host: LambdaHost) -> None:
+    heard: list[tuple[str | None, str, str, dict[str, Any]]] = []
+
+    def listener(service: str, operation: str, params: Mapping[str, Any]) -> None:
+        heard.append((CURRENT_FUNCTION.get(), service, operation, dict(params)))
+
+    envs = ProcessEnvironments(probe_host, WORKER, 1)
+    try:
+        envs.invoke(WORKER, {"list_queues": "unheard"})  # nobody listens: nothing is sent back
+        GLOBAL_METER.add_listener(listener)
+        try:
+            envs.invoke(WORKER, {"list_queues": "probe"})
+        finally:
+            GLOBAL_METER.remove_listener(listener)
+    finally:
+        envs.close()
+    assert heard == [(WORKER, "sqs", "ListQueues", {"QueueNamePrefix": "probe"})]
+
+
+def test_a_recorded_call_keeps_its_shape_and_leaves_data_and_streams_behind() -> None:
+    recorder = process_host._CallRecorder()
+    recorder("s3", "PutObject", {"Bucket": "b", "Key": "k", "Body": b"x" * 1000})
+    recorder("s3", "PutObject", {"Bucket": "b", "Key": "k", "Extra": threading.Lock()})
+    assert recorder.heard == [("s3", "PutObject", {"Bucket": "b", "Key": "k"})] * 2
 
 
 def test_a_failing_handler_raises_in_the_caller_and_a_dead_one_is_replaced(probe_host: LambdaHost) -> None:
