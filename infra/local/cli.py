@@ -201,10 +201,13 @@ class ProgressDisplay:
 def run(settings: CrawlSettings, args: argparse.Namespace) -> int:
     check_reachable(settings)
     started = time.monotonic()
-    from infra.local.moto_server import launch_moto_server
+    from infra.local.moto_server import MotoVersionError, launch_moto_server
 
     # The embedded server starts (and builds its backends) on the other core while this process imports.
-    moto = None if os.environ.get("AWS_ENDPOINT_URL") else launch_moto_server()
+    try:
+        moto = None if os.environ.get("AWS_ENDPOINT_URL") else launch_moto_server()
+    except MotoVersionError as exc:
+        raise CliError(str(exc)) from exc
     from infra.local.lambda_host import route_lambda_logs
     from infra.local.process_host import stop_fork_server
     from infra.local.runtime import LocalCloud, run_crawl

@@ -1,8 +1,9 @@
 """Narrow, version-pinned fixes to moto for the embedded emulator (applied by `start_moto_server`).
 
 Each patch names the moto code it replaces. They are written against moto `PINNED_MOTO_VERSION` only:
-on any other version `apply()` patches nothing and logs a warning, and `tests/unit/test_moto_patches.py`
-fails until someone re-reads the upstream code and re-pins.
+on any other version `launch_moto_server` refuses to start (`MotoVersionError`: the crawler's PartiQL batches
+need patch 27, without which every crawl fails), `apply()` patches nothing and logs a warning, and
+`tests/unit/test_moto_patches.py` fails until someone re-reads the upstream code and re-pins.
 
 1. SQS receive/send cost proportional to the messages touched, not to the queue depth.
    Upstream, `Queue.attributes` evaluates every attribute, including the three
@@ -162,9 +163,8 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
-
-import moto
 
 __all__ = ["PINNED_MOTO_VERSION", "applied", "apply", "moto_version"]
 
@@ -190,7 +190,8 @@ UPSTREAM: dict[str, Callable[..., Any]] = {}
 
 
 def moto_version() -> str:
-    return str(moto.__version__)
+    """The installed moto's version, read without importing moto (the CLI checks it before its imports)."""
+    return metadata.version("moto")
 
 
 def applied() -> bool:

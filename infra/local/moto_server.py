@@ -43,6 +43,23 @@ class MotoStartError(RuntimeError):
     """The embedded moto server did not start accepting connections."""
 
 
+class MotoVersionError(MotoStartError):
+    """The installed moto is not the one the emulator's patches are written against."""
+
+
+def check_moto_version() -> None:
+    """Refuse an unpinned moto before starting it: without the patches, upstream moto cannot run the
+    crawler's PartiQL batches (patch 27), and every crawl would fail on its first claim instead of here."""
+    from infra.local.moto_patches import PINNED_MOTO_VERSION, moto_version
+
+    found = moto_version()
+    if found != PINNED_MOTO_VERSION:
+        raise MotoVersionError(
+            f"moto {found} is installed; the embedded emulator needs moto {PINNED_MOTO_VERSION} "
+            f"(pip install 'moto[server]=={PINNED_MOTO_VERSION}', as scripts/bootstrap does)"
+        )
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -136,6 +153,7 @@ def start_moto_server(port: int | None = None, *, in_process: bool | None = None
 def launch_moto_server(port: int | None = None, *, in_process: bool | None = None) -> EmbeddedMoto:
     """Start moto without waiting for it (`wait_ready()` does): the CLI launches it before its own imports,
     so the server's start-up and warm-up run on the other core meanwhile."""
+    check_moto_version()
     _set_aws_env()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     chosen = port or _free_port()

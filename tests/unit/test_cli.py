@@ -70,3 +70,29 @@ def test_the_default_worker_count_is_this_machines(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(cli.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert cli.default_workers() == 3
     assert cli._parser().parse_args(["crawl", "http://127.0.0.1:1/"]).workers == 3
+
+
+def test_an_unpinned_moto_is_refused_in_one_line_before_anything_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from infra.local import moto_patches, moto_server
+
+    def must_not_start(*_: object) -> None:
+        raise AssertionError("an unpinned moto was started")
+
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.setattr(cli, "check_reachable", lambda settings: None)
+    monkeypatch.setattr(moto_patches, "moto_version", lambda: "9.9.9")
+    monkeypatch.setattr(moto_server, "_start_subprocess", must_not_start)
+    monkeypatch.setattr(moto_server, "_start_thread", must_not_start)
+    assert cli.main(["crawl", "http://127.0.0.1:1/", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    pinned = moto_patches.PINNED_MOTO_VERSION
+    assert err == [
+        f"seolens: error: moto 9.9.9 is installed; the embedded emulator needs moto {pinned} "
+        f"(pip install 'moto[server]=={pinned}', as scripts/bootstrap does)"
+    ]
+    with pytest.raises(
+        moto_server.MotoVersionError, match=r"moto 9\.9\.9 is installed"
+    ):  # the local runtime's own start, too
+        moto_server.launch_moto_server()
