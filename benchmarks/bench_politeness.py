@@ -1,11 +1,13 @@
 """Polite-rate utilisation: achieved request rate / allowed rate (1 / Crawl-delay), per host, measured
 from the fixture server's request log, for 1 host and for N hosts crawled together in one crawl.
 
-    python benchmarks/bench_politeness.py [--hosts 20] [--pages 20] [--delay 0.5] [--workers N]
+    python benchmarks/bench_politeness.py [--hosts 20] [--pages 20] [--delay 0.5] [--workers N] [--threads]
 
 Counted: every request the host sees from its first page request on (the sitemap probes of the seeder share
 the budget), robots.txt aside; the pages are all known by then, so the host always has work. The fixture
 sites are served from a child process (`ProcessFixtureServer`), so the crawler's pauses do not skew the log.
+The fetch workers run as `seolens crawl` runs them, one child process each (`--threads`: as threads of this
+process, the test suite's mode).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from infra.fixture_site import ProcessFixtureServer, RequestRecord
 from infra.fixture_site.sites import crawl_delay_site
 from infra.local.cli import default_workers
+from infra.local.process_host import stop_fork_server
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.settings import CrawlSettings
 
@@ -39,7 +42,9 @@ def utilisation(records: list[RequestRecord], delay: float) -> tuple[float, floa
     return achieved * delay, min(gaps)
 
 
-def run(cloud: LocalCloud, hosts: int, pages: int, delay: float, workers: int) -> None:
+def run(
+    cloud: LocalCloud, hosts: int, pages: int, delay: float, workers: int, processes: bool = True
+) -> None:
     names = [f"h{i:02d}" for i in range(hosts)]
     sites = [functools.partial(crawl_delay_site, delay, pages=pages, name=n) for n in names]
     with ProcessFixtureServer(sites) as server, tempfile.TemporaryDirectory() as out:
@@ -51,13 +56,14 @@ def run(cloud: LocalCloud, hosts: int, pages: int, delay: float, workers: int) -
             allow_hosts=allow,
         )
         t0 = time.monotonic()
-        result = run_crawl(cloud, settings, workers=workers, out_dir=Path(out))
+        result = run_crawl(cloud, settings, workers=workers, out_dir=Path(out), processes=processes)
         wall = time.monotonic() - t0
         per_host = [utilisation(server.log(n), delay) for n in names]
     utils = [u for u, _ in per_host]
     min_gap = min(g for _, g in per_host)
     print(
-        f"{hosts:3d} host(s) x {pages} pages, Crawl-delay {delay:g}s, {workers} workers: "
+        f"{hosts:3d} host(s) x {pages} pages, Crawl-delay {delay:g}s, {workers} workers"
+        f" ({'processes' if processes else 'threads'}): "
         f"status {result.execution.status}, wall {wall:.1f}s, "
         f"utilisation median {statistics.median(utils):.2f} min {min(utils):.2f} max {max(utils):.2f}, "
         f"smallest gap {min_gap:.3f}s, counters {dict(result.record.counters)}"
@@ -70,13 +76,15 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--workers", type=int, default=default_workers(), help="the CLI's default")
+    parser.add_argument("--threads", action="store_true", help="workers as threads of this process")
     args = parser.parse_args()
     cloud = LocalCloud(stack_name="seolens-bench-politeness").start()
     try:
-        run(cloud, 1, args.pages, args.delay, args.workers)
-        run(cloud, args.hosts, args.pages, args.delay, args.workers)
+        run(cloud, 1, args.pages, args.delay, args.workers, not args.threads)
+        run(cloud, args.hosts, args.pages, args.delay, args.workers, not args.threads)
     finally:
         cloud.stop()
+        stop_fork_server()
 
 
 if __name__ == "__main__":
