@@ -84,6 +84,12 @@ DEFAULT_EDGE_BUDGET = 200_000
 DEFAULT_SHARDS_PER_STEP = 1
 DEPTH_SHARDS_AT_ONCE = 4
 """Shards of one level a depth step searches at once (each holding its in-edges and depth map meanwhile)."""
+GRAPH_CACHE_BYTES = 64 * 2**20
+"""In-edge graphs one run of the depth search keeps between levels (each level reads every shard's graph): a
+crawl whose graphs fit (~150,000 pages of 40 links) reads each once, a larger one keeps what fits. Dropped
+at the end of the run: the Report step after it has the container's memory to itself."""
+FRONTIER_READS_AT_ONCE = 8
+"""A level's per-shard frontier files read at once (one at a time, a level waited out each round trip)."""
 FRONTIER_SET_MAX = 2_000_000
 """Frontier keys held as a set (C-speed membership, ~140 MB at most); a larger level is searched by bisection."""
 _LIST_PAGE = 100  # link part keys listed at a time (a cursor never holds more)
@@ -213,6 +219,36 @@ def map_pairs(
     return out
 
 
+class _GraphCache:
+    """Graphs by key, up to `limit` bytes of their files, the least recently used dropped first. A graph file
+    is written once under its key (a new reduce generation writes new keys), so a kept graph is never stale."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self._limit = GRAPH_CACHE_BYTES if limit is None else limit
+        self._kept: dict[str, tuple[Graph, int]] = {}
+        self._bytes = 0
+
+    def get(self, key: str) -> Graph | None:
+        kept = self._kept.pop(key, None)
+        if kept is None:
+            return None
+        self._kept[key] = kept  # most recently used last
+        return kept[0]
+
+    def put(self, key: str, graph: Graph, size: int) -> None:
+        if size > self._limit or key in self._kept:
+            return
+        self._kept[key] = (graph, size)
+        self._bytes += size
+        while self._bytes > self._limit:
+            _, dropped = self._kept.pop(next(iter(self._kept)))
+            self._bytes -= dropped
+
+    def clear(self) -> None:
+        self._kept.clear()
+        self._bytes = 0
+
+
 @dataclass(frozen=True, slots=True)
 class InlinkCounter:
     store: ObjectStore
@@ -220,6 +256,7 @@ class InlinkCounter:
     shards_per_step: int = DEFAULT_SHARDS_PER_STEP
     # The last frontier read (its key prefix and keys): the steps of one level in one invocation share it.
     _frontier_cache: dict[str, Frontier] = field(default_factory=dict, compare=False, repr=False)
+    _graphs: _GraphCache = field(default_factory=_GraphCache, compare=False, repr=False)
 
     async def step(self, crawl_id: str, cursor: Cursor | None, starts: Sequence[str] = ()) -> Cursor:
         """One bounded map, reduce or depth step; returns the next cursor (phase "done" at the end).
@@ -256,15 +293,18 @@ class InlinkCounter:
             self.store, crawl_id, cursor["after"], 1
         ):  # parts written after the counts (a redriven crawl): map them, then reduce again
             cursor = {**cursor, "phase": "map"}
-        while not is_done(cursor):
-            cursor = await self.step(crawl_id, cursor, starts)
-            now = clock()
-            out_of_budget = budget_s is not None and now - started >= budget_s
-            if is_done(cursor) or out_of_budget or now - saved >= CHECKPOINT_S:
-                await self.save(crawl_id, cursor)
-                saved = now
-            if out_of_budget:
-                break
+        try:
+            while not is_done(cursor):
+                cursor = await self.step(crawl_id, cursor, starts)
+                now = clock()
+                out_of_budget = budget_s is not None and now - started >= budget_s
+                if is_done(cursor) or out_of_budget or now - saved >= CHECKPOINT_S:
+                    await self.save(crawl_id, cursor)
+                    saved = now
+                if out_of_budget:
+                    break
+        finally:
+            self._graphs.clear()
         return cursor
 
     async def premap(
@@ -478,9 +518,7 @@ class InlinkCounter:
             depth.update((u, 0) for u in starts if shard_of(u, shards) == shard)
         found = False
         if frontier:
-            raw = await self.store.get_object(_graph_key(crawl_id, cursor["step"], shard))
-            graph = Graph.from_bytes(raw) if raw else Graph([], array("Q", [0]), array("Q"))
-            del raw
+            graph = await self._graph(_graph_key(crawl_id, cursor["step"], shard))
             for target, sources in graph.in_edges():
                 if target not in depth and frontier.reaches(sources):
                     depth[target] = level + 1
@@ -496,6 +534,15 @@ class InlinkCounter:
             f"{base}level/{level + 1:04d}/{shard:04d}.bin", keys.tobytes(), "application/octet-stream"
         )
 
+    async def _graph(self, key: str) -> Graph:
+        """A shard's in-edges: each level of the search reads them again, from the cache where they fit."""
+        graph = self._graphs.get(key)
+        if graph is None:
+            raw = await self.store.get_object(key)
+            graph = Graph.from_bytes(raw) if raw else Graph([], array("Q", [0]), array("Q"))
+            self._graphs.put(key, graph, len(raw or b""))
+        return graph
+
     async def _frontier(self, base: str, level: int, starts: Sequence[str]) -> Frontier:
         """The url keys first reached at `level` (level 0: the start URLs)."""
         if level == 0:
@@ -504,9 +551,11 @@ class InlinkCounter:
         if prefix in self._frontier_cache:
             return self._frontier_cache[prefix]
         parts: list[array[int]] = []
-        for key in await self.store.list_keys(prefix):
+        async for _, raw in read_ahead(
+            await self.store.list_keys(prefix), self.store.get_object, FRONTIER_READS_AT_ONCE
+        ):
             part: array[int] = array("Q")
-            part.frombytes(await self.store.get_object(key) or b"")
+            part.frombytes(raw or b"")
             parts.append(part)
         frontier = Frontier(array("Q", heapq.merge(*parts)))  # each shard's keys are sorted
         del parts

@@ -55,19 +55,30 @@ def put_parts(store: MemoryObjects, parts: list[list[dict[str, Any]]]) -> None:
 
 
 def search(
-    store: MemoryObjects, shards: int, starts: list[str], budget: int = 5, *, retried: bool = False
+    store: MemoryObjects,
+    shards: int,
+    starts: list[str],
+    budget: int = 5,
+    *,
+    retried: bool = False,
+    warm: bool = False,
 ) -> tuple[dict[str, int], int]:
     """Run every step (one per invocation, as the Orphans loop does) and read the depths back from the store.
-    `retried`: every step runs twice, as an invocation that timed out after its writes and is run again."""
+    `retried`: every step runs twice, as an invocation that timed out after its writes and is run again.
+    `warm`: one counter runs every step, as one invocation runs many (what it keeps in memory is used)."""
     counter = InlinkCounter(store, edge_budget=budget)
 
     async def go() -> tuple[dict[str, int], int]:
         cursor, steps = start_cursor(shards), 0
         while not is_done(cursor):
             if retried:
-                await InlinkCounter(store, edge_budget=budget).step(CRAWL, cursor, starts)
-            # a fresh counter per invocation: nothing survives in memory between steps
-            cursor = await InlinkCounter(store, edge_budget=budget).step(CRAWL, cursor, starts)
+                await (counter if warm else InlinkCounter(store, edge_budget=budget)).step(
+                    CRAWL, cursor, starts
+                )
+            # cold: a fresh counter per invocation, nothing survives in memory between steps
+            cursor = await (counter if warm else InlinkCounter(store, edge_budget=budget)).step(
+                CRAWL, cursor, starts
+            )
             assert len(json.dumps(cursor)) < 200, cursor  # the checkpoint never carries URL lists
             steps += 1
         found: dict[str, int] = {}
@@ -86,6 +97,7 @@ def search(
     retried=st.booleans(),
     set_max=st.sampled_from([_inlinks.FRONTIER_SET_MAX, 1, 0]),
     at_once=st.sampled_from([1, 2, 4]),
+    warm=st.booleans(),
 )
 def test_sharded_search_equals_the_in_memory_bfs(
     parts: list[list[dict[str, Any]]],
@@ -94,16 +106,18 @@ def test_sharded_search_equals_the_in_memory_bfs(
     retried: bool,
     set_max: int,
     at_once: int,
+    warm: bool,
 ) -> None:
     """`retried`: a step re-run after its depth map was written must still hand its level to the next one.
-    `set_max`: frontiers held as sets, or (above it) searched by bisection. `at_once`: shards a step searches."""
+    `set_max`: frontiers held as sets, or (above it) searched by bisection. `at_once`: shards a step searches.
+    `warm`: one counter for every step (its frontier and graphs kept between them)."""
     store = MemoryObjects()
     put_parts(store, parts)
     with (
         mock.patch.object(_inlinks, "FRONTIER_SET_MAX", set_max),
         mock.patch.object(_inlinks, "DEPTH_SHARDS_AT_ONCE", at_once),
     ):
-        found, _ = search(store, shards, starts, retried=retried)
+        found, _ = search(store, shards, starts, retried=retried, warm=warm)
     assert found == reference_depths([r for p in parts for r in p], starts)
 
 
@@ -166,3 +180,50 @@ def test_a_rerun_after_new_parts_searches_a_new_generation() -> None:
     for shard in range(2):
         found.update(asyncio.run(counter.depths(CRAWL, cursor, shard)))
     assert found == {URLS[0]: 0, URLS[1]: 1, URLS[2]: 2}
+
+
+class CountingObjects(MemoryObjects):
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list[str] = []
+
+    async def get_object(self, key: str) -> bytes | None:
+        self.read.append(key)
+        return await super().get_object(key)
+
+
+def _graph_reads(limit: int) -> tuple[int, dict[str, int], InlinkCounter]:
+    chain = [{"source": URLS[i], "target": URLS[i + 1], "internal": True} for i in range(8)]
+    store = CountingObjects()
+    put_parts(store, [chain])
+    with mock.patch.object(_inlinks, "GRAPH_CACHE_BYTES", limit):
+        counter = InlinkCounter(store, edge_budget=100)
+        cursor = asyncio.run(counter.run(CRAWL, start_cursor(3), starts=[URLS[0]]))
+    found: dict[str, int] = {}
+    for shard in range(3):
+        found.update(asyncio.run(counter.depths(CRAWL, cursor, shard)))
+    return sum("/inlinks/graph/" in k for k in store.read), found, counter
+
+
+def test_one_run_of_the_depth_search_reads_each_graph_once_and_then_lets_them_go() -> None:
+    """Eight levels over three shards: each level searches every shard's in-edges. Kept between levels, each
+    graph file is read once; with no room to keep them, once a level. The run drops them at its end (the
+    Report step after it runs in the same container)."""
+    kept_reads, found, counter = _graph_reads(_inlinks.GRAPH_CACHE_BYTES)
+    assert found == {u: i for i, u in enumerate(URLS[:9])}
+    assert kept_reads == 3
+    unkept_reads, unkept_found, _ = _graph_reads(0)
+    assert unkept_found == found and unkept_reads == 3 * 9  # nine levels, the last one finds nothing
+    assert counter._graphs._bytes == 0 and not counter._graphs._kept
+
+
+def test_the_graph_cache_keeps_the_most_recently_used_within_its_bytes() -> None:
+    cache = _inlinks._GraphCache(limit=100)
+    graphs = {k: Graph([k], array("Q", [0, 0]), array("Q")) for k in "abcd"}
+    cache.put("a", graphs["a"], 40)
+    cache.put("b", graphs["b"], 40)
+    assert cache.get("a") is graphs["a"]  # a used last: b goes first
+    cache.put("c", graphs["c"], 40)
+    assert cache.get("b") is None and cache.get("a") is graphs["a"] and cache.get("c") is graphs["c"]
+    cache.put("d", graphs["d"], 101)  # larger than the whole cache: not kept, nothing dropped for it
+    assert cache.get("d") is None and cache.get("a") is graphs["a"]
