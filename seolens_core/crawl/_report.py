@@ -262,6 +262,10 @@ class Reporter:
         links_file: asyncio.Future[tuple[str, int]] | None = None
         alerts_spool = work.spool("alerts")
         try:
+            if cursor.get("links") is not None:
+                # links.jsonl is the map steps' copies of the link rows, assembled (mostly by S3, server side)
+                # while the report goes on: waited for at the end, it was the report's last second or two.
+                links_file = asyncio.ensure_future(self._links_file(crawl_id, cursor, set(), None))
             # 3. Pages in (depth, url) order: page findings, then the site rules fed page by page.
             audit = SiteAudit((), count_links=False, duplicates=False, orphans=False)
             dups_spool = work.spool("dups")
@@ -295,14 +299,18 @@ class Reporter:
             for finding in audit.page_findings():
                 await site_finding(finding)
 
-            # 5. Links: links.jsonl is the map steps' copies of the link rows, in order (each copied by S3 where
-            # it can be, written through here otherwise); the link rules see the rows linking to a page that can
-            # make a finding (a redirect hop is not a link on a page: chains come from the pages' redirect_to).
-            # Most links go to 2xx pages: only those rows are decoded. With no page a link can make a finding
-            # for, none is read, and the file is assembled while the report goes on (S3 does most of it).
+            # 5. Links: the link rules see the rows linking to a page that can make a finding (a redirect hop
+            # is not a link on a page: chains come from the pages' redirect_to). Only those rows are decoded
+            # (most links go to 2xx pages); with no such page, none is read. links.jsonl is the map steps'
+            # copies of the link rows, in order (each copied by S3 where it can be, written through here
+            # otherwise): being assembled since step 3, or (a cursor without a link count) written here.
             targets = {dumps(url)[1:-1] for url in audit.link_targets()}
-            if not targets and cursor.get("links") is not None:
-                links_file = asyncio.ensure_future(self._links_file(crawl_id, cursor, targets, None))
+            checked: int | None = None
+            if links_file is not None:
+                if targets:
+                    _, checked = await self._links_file(
+                        crawl_id, cursor, targets, (audit, site_finding), write=False
+                    )
             else:
                 links_file = asyncio.get_running_loop().create_future()
                 links_file.set_result(
@@ -373,6 +381,8 @@ class Reporter:
                 )
             keys["findings.csv"] = await findings.close()
             keys["links.jsonl"], n_links = await links_file
+            if checked is not None:
+                n_links = checked  # the rows read, as a file written through here counts them
         except BaseException:
             await findings.abort()
             raise
@@ -515,21 +525,24 @@ class Reporter:
         cursor: dict[str, Any],
         targets: set[bytes],
         rules: tuple[SiteAudit, Callable[[Finding], Awaitable[None]]] | None,
+        *,
+        write: bool = True,
     ) -> tuple[str, int]:
         """links.jsonl from the map steps' copies of the link rows (step 5 of `build`): its key and rows. With
         `rules`, the rows linking to `targets` go through the link rules; without, none is read that S3 can
-        copy, and the row count is the map steps' (`cursor["links"]`)."""
+        copy, and the row count is the map steps' (`cursor["links"]`). Without `write`, only the rules run
+        (the file is assembled by another call): no key, the rows read."""
         results = self.s.results
         n_links = 0
-        out = results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
+        out = results.open_file(crawl_id, "links.jsonl", "application/x-ndjson") if write else None
         try:
             for key in rows_keys(crawl_id, "links", cursor):
                 size = await results.size(key)
-                copied = await out.copy(key, size)
+                copied = await out.copy(key, size) if out is not None else True
                 if copied and rules is None:
                     continue
                 async for block in _blocks(results, key, size, STREAM_READ, ahead=1):
-                    if not copied:
+                    if not copied and out is not None:
                         await out.write(block)
                     n_links += _count_lines(block)
                     if rules is not None:
@@ -539,9 +552,11 @@ class Reporter:
                             link for link in links if not link.get("redirect")
                         ):
                             await site_finding(link_finding)
-            return await out.close(), n_links if rules is not None else int(cursor["links"])
+            key = await out.close() if out is not None else ""
+            return key, n_links if rules is not None else int(cursor["links"])
         except BaseException:
-            await out.abort()
+            if out is not None:
+                await out.abort()
             raise
 
     async def _page_and_pacing_rows(

@@ -102,3 +102,37 @@ def test_a_report_that_fails_while_links_jsonl_is_assembled_leaves_no_upload(
     s3 = boto3.client("s3", endpoint_url=control_cloud.endpoint_url, region_name="us-east-1")
     uploads = s3.list_multipart_uploads(Bucket=app.resources.results_bucket, Prefix=f"crawls/{crawl_id}/")
     assert uploads.get("Uploads", []) == []
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_links_jsonl_is_assembled_while_the_pages_are_reported(
+    control_cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch, broken: bool
+) -> None:
+    """The assembly starts with the pages' step (3), not after the duplicates' (4): waited for at the end, it
+    was the last second or two of a 20,000-page report. With a broken link, the rules read the rows apart."""
+    del control_cloud
+    from seolens_core.crawl import _report
+
+    app = container()
+    base = app.reporter.s
+    crawl_id, rows = _crawl(app, f"https://l{uuid.uuid4().hex[:6]}.test", broken)
+    events: list[str] = []
+    real_size, real_put_run = type(app.results).size, _report._Work.put_run
+
+    async def size(self: Any, key: str) -> int:
+        if "/inlinks/rows/links/" in key:
+            events.append("links")
+        return await real_size(self, key)
+
+    async def put_run(self: Any, name: str, shard: int, items: list[Any]) -> None:
+        events.append(name)
+        await real_put_run(self, name, shard, items)
+
+    monkeypatch.setattr(type(app.results), "size", size)
+    monkeypatch.setattr(_report._Work, "put_run", put_run)
+    services = ReportServices(base.crawls, base.urls, base.results, None, None, inlink_edge_budget=10_000)
+    report = app.run(Reporter(services).run(crawl_id, "report"))
+    first_dup = next(i for i, e in enumerate(events) if e.startswith("dup-"))
+    assert "links" in events[:first_dup], events
+    body = app.run(app.results.get_file(report["outputs"]["links.jsonl"]))
+    assert body.count(b"\n") == len(rows)
