@@ -46,13 +46,13 @@ def _expression(spec: Mapping[str, Any]) -> str:
     return re.sub(r"#\w+|:\w+", "?", str(text))[:48]
 
 
+_STATEMENT = re.compile(r'\s*(\w+)\s+(?:INTO\s+)?"?([^"\s]+)', re.IGNORECASE)
+
+
 def _statement(text: str) -> str:
     """A PartiQL statement's verb and table: `INSERT UrlsTable`."""
-    words = text.replace('"', "").split()
-    table = (
-        words[2] if words[:2] == ["INSERT", "INTO"] and len(words) > 2 else words[1] if len(words) > 1 else ""
-    )
-    return f"{words[0] if words else '?'} {_table(table)}"
+    found = _STATEMENT.match(text)
+    return f"{found[1].upper()} {_table(found[2])}" if found else "?"
 
 
 def purpose(operation: str, params: Mapping[str, Any]) -> tuple[str, int]:

@@ -259,13 +259,12 @@ class Reporter:
             del pages, sitemap, counts
 
         findings = _FindingSink(s.results.open_file(crawl_id, "findings.csv", "text/csv"), work)
-        links_file: asyncio.Future[tuple[str, int]] | None = None
+        links_file: asyncio.Future[str] | None = None
         alerts_spool = work.spool("alerts")
         try:
-            if cursor.get("links") is not None:
-                # links.jsonl is the map steps' copies of the link rows, assembled (mostly by S3, server side)
-                # while the report goes on: waited for at the end, it was the report's last second or two.
-                links_file = asyncio.ensure_future(self._links_file(crawl_id, cursor, set(), None))
+            # links.jsonl, assembled (mostly by S3, server side) while the report goes on: waited for at the
+            # end, it was the report's last second or two.
+            links_file = asyncio.ensure_future(self._links_file(crawl_id, cursor))
             # 3. Pages in (depth, url) order: page findings, then the site rules fed page by page.
             audit = SiteAudit((), count_links=False, duplicates=False, orphans=False)
             dups_spool = work.spool("dups")
@@ -301,21 +300,11 @@ class Reporter:
 
             # 5. Links: the link rules see the rows linking to a page that can make a finding (a redirect hop
             # is not a link on a page: chains come from the pages' redirect_to). Only those rows are decoded
-            # (most links go to 2xx pages); with no such page, none is read. links.jsonl is the map steps'
-            # copies of the link rows, in order (each copied by S3 where it can be, written through here
-            # otherwise): being assembled since step 3, or (a cursor without a link count) written here.
+            # (most links go to 2xx pages); with no such page, none is read and the map steps' count stands.
             targets = {dumps(url)[1:-1] for url in audit.link_targets()}
-            checked: int | None = None
-            if links_file is not None:
-                if targets:
-                    _, checked = await self._links_file(
-                        crawl_id, cursor, targets, (audit, site_finding), write=False
-                    )
-            else:
-                links_file = asyncio.get_running_loop().create_future()
-                links_file.set_result(
-                    await self._links_file(crawl_id, cursor, targets, (audit, site_finding))
-                )
+            n_links = int(cursor["links"])
+            if targets:
+                n_links = await self._link_rules(crawl_id, cursor, targets, audit, site_finding)
             del audit
             async for (url,) in work.merge("orphans"):
                 await site_finding(
@@ -380,9 +369,7 @@ class Reporter:
                     _stopped_finding(record, stopped, stats.by_outcome.get("not_crawled", 0), sitemaps_whole)
                 )
             keys["findings.csv"] = await findings.close()
-            keys["links.jsonl"], n_links = await links_file
-            if checked is not None:
-                n_links = checked  # the rows read, as a file written through here counts them
+            keys["links.jsonl"] = await links_file
         except BaseException:
             await findings.abort()
             raise
@@ -519,45 +506,41 @@ class Reporter:
             crawl_id, cursor, budget_s=budget_s, clock=self.s.clock, starts=_start_urls(record)
         )
 
-    async def _links_file(
+    async def _links_file(self, crawl_id: str, cursor: dict[str, Any]) -> str:
+        """links.jsonl from the map steps' copies of the link rows, in order: each copied by S3 where it is at
+        least a part's minimum, written through otherwise. Its key."""
+        results = self.s.results
+        out = results.open_file(crawl_id, "links.jsonl", "application/x-ndjson")
+        try:
+            for key in rows_keys(crawl_id, "links", cursor):
+                size = await results.size(key)
+                if await out.copy(key, size):
+                    continue
+                async for block in _blocks(results, key, size, STREAM_READ, ahead=1):
+                    await out.write(block)
+            return await out.close()
+        except BaseException:
+            await out.abort()
+            raise
+
+    async def _link_rules(
         self,
         crawl_id: str,
         cursor: dict[str, Any],
         targets: set[bytes],
-        rules: tuple[SiteAudit, Callable[[Finding], Awaitable[None]]] | None,
-        *,
-        write: bool = True,
-    ) -> tuple[str, int]:
-        """links.jsonl from the map steps' copies of the link rows (step 5 of `build`): its key and rows. With
-        `rules`, the rows linking to `targets` go through the link rules; without, none is read that S3 can
-        copy, and the row count is the map steps' (`cursor["links"]`). Without `write`, only the rules run
-        (the file is assembled by another call): no key, the rows read."""
+        audit: SiteAudit,
+        site_finding: Callable[[Finding], Awaitable[None]],
+    ) -> int:
+        """The link rules over the rows linking to `targets` (step 5 of `build`); the rows read."""
         results = self.s.results
         n_links = 0
-        out = results.open_file(crawl_id, "links.jsonl", "application/x-ndjson") if write else None
-        try:
-            for key in rows_keys(crawl_id, "links", cursor):
-                size = await results.size(key)
-                copied = await out.copy(key, size) if out is not None else True
-                if copied and rules is None:
-                    continue
-                async for block in _blocks(results, key, size, STREAM_READ, ahead=1):
-                    if not copied and out is not None:
-                        await out.write(block)
-                    n_links += _count_lines(block)
-                    if rules is not None:
-                        audit, site_finding = rules
-                        links = (loads(line) for line in lines_where(block, "target", targets))
-                        for link_finding in audit.link_rows(
-                            link for link in links if not link.get("redirect")
-                        ):
-                            await site_finding(link_finding)
-            key = await out.close() if out is not None else ""
-            return key, n_links if rules is not None else int(cursor["links"])
-        except BaseException:
-            if out is not None:
-                await out.abort()
-            raise
+        for key in rows_keys(crawl_id, "links", cursor):
+            async for block in _blocks(results, key, await results.size(key), STREAM_READ, ahead=1):
+                n_links += _count_lines(block)
+                links = (loads(line) for line in lines_where(block, "target", targets))
+                for link_finding in audit.link_rows(link for link in links if not link.get("redirect")):
+                    await site_finding(link_finding)
+        return n_links
 
     async def _page_and_pacing_rows(
         self, crawl_id: str, cursor: dict[str, Any]
