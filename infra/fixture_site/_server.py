@@ -246,6 +246,12 @@ class LogQueries:
             peak = max(peak, current)
         return peak
 
+    def settled_log(self, site: str | None = None, timeout: float = 5.0) -> list[RequestRecord]:
+        """The log once no request is in flight (or after `timeout`): a request is logged as ended after its
+        last byte is written, which can be after the client has read that byte."""
+        self.wait_until(lambda s: all(r.end is not None for r in s.log(site)), timeout)
+        return self.log(site)
+
     def wait_until(self, predicate: Callable[[Any], bool], timeout: float = 5.0) -> bool:
         """Poll `predicate(self)` until true or `timeout` seconds pass; returns its last value."""
         deadline = time.monotonic() + timeout
