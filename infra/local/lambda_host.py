@@ -27,6 +27,9 @@ CURRENT_FUNCTION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 
 Handler = Callable[[Any, Any], Any]
 
+DISCARD_ROUNDS = 10
+"""Rounds of cancelling a crashed environment's tasks (each round's cleanup may start a few more)."""
+
 LOCAL_LAMBDA_ENV = {
     # Powertools' async batch processor keeps one event loop per execution environment only when it believes
     # it runs in Lambda; each emulated environment is a thread with its own loop (see seolens_core.bootstrap).
@@ -165,15 +168,16 @@ def _discard_environment() -> None:
     """A crashed runtime is replaced: cancel what it left running, drop its container (next: a cold start)."""
     app = container()
     loop = app.loop
-    if not loop.is_closed():
-        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    # A cancelled task's cleanup may start new ones (a batch's commit): cancel until none is left, or its
+    # coroutines are destroyed with the closed loop, inside the SDK's context, as unraisable errors.
+    for _ in range(DISCARD_ROUNDS):
+        pending = [] if loop.is_closed() else [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not pending:
+            break
         for task in pending:
             task.cancel()
-        if pending:
-            with contextlib.suppress(
-                BaseException
-            ):  # a dying environment may raise anything; it is discarded
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        with contextlib.suppress(BaseException):  # a dying environment may raise anything; it is discarded
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
     try:
         reset_container()
     except Exception:  # closing a crashed environment's clients is best effort

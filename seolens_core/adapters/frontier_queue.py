@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from seolens_core.adapters._gather import CallGroup
+from seolens_core.adapters._gather import CallGroup, all_or_cancel
 from seolens_core.frontier import FrontierMessage
 
 MAX_SQS_DELAY_S = 900
@@ -55,7 +55,7 @@ class FrontierQueue:
 
     async def send(self, outgoing: Sequence[Outgoing]) -> None:
         chunks = [outgoing[i : i + 10] for i in range(0, len(outgoing), 10)]
-        await asyncio.gather(*(self._send_chunk(c) for c in chunks))
+        await all_or_cancel(*(self._send_chunk(c) for c in chunks))
 
     async def _send_chunk(self, chunk: Sequence[Outgoing]) -> None:
         now = time.time()

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seolens_core.adapters._gather import all_or_cancel
 from seolens_core.adapters._json import dumps, loads
 from seolens_core.frontier import FrontierMessage
 
@@ -237,7 +238,7 @@ class UrlStore:
                 else:
                     won[i] = _pending_claim_of(item, todo[i][0])
         # Failing after every attempt: one conditional put each (never lose a URL).
-        results = await asyncio.gather(*(self._put_new(*todo[i], now) for i in left))
+        results = await all_or_cancel(*(self._put_new(*todo[i], now) for i in left))
         for i, ok in zip(left, results, strict=True):
             won[i] = ok
         return won
@@ -256,7 +257,7 @@ class UrlStore:
             if attempt:
                 await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
             chunks = [todo[i : i + BATCH_MAX_STATEMENTS] for i in range(0, len(todo), BATCH_MAX_STATEMENTS)]
-            answers = await asyncio.gather(
+            answers = await all_or_cancel(
                 *(
                     self._client.batch_execute_statement(Statements=[statements[i] for i in chunk])
                     for chunk in chunks
@@ -416,7 +417,7 @@ class UrlStore:
                     attempt += 1
                     await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
 
-        await asyncio.gather(*(get_page(idents[i : i + 100]) for i in range(0, len(idents), 100)))
+        await all_or_cancel(*(get_page(idents[i : i + 100]) for i in range(0, len(idents), 100)))
         return found
 
     async def states(self, messages: Iterable[FrontierMessage]) -> dict[tuple[str, str], str]:
@@ -547,9 +548,7 @@ class UrlStore:
         the URLs finished without a fetch because the crawl was stopping (`NOT_CRAWLED_OUTCOMES`)."""
         if urls_hint <= SPREAD_ABOVE:
             return await self._pending_in(crawl_id, "", limit, not_crawled)
-        ranges = await asyncio.gather(
-            *(self._pending_in(crawl_id, p, limit, not_crawled) for p in KEY_RANGES)
-        )
+        ranges = await all_or_cancel(*(self._pending_in(crawl_id, p, limit, not_crawled) for p in KEY_RANGES))
         out = [url for found, _ in ranges for url in found]
         return out[:limit], len(out) > limit or any(more for _, more in ranges)
 

@@ -9,13 +9,13 @@ a message that is not even a frontier message is kept in the results bucket for 
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from seolens_core.adapters._gather import all_or_cancel
 from seolens_core.adapters.crawls import CrawlNotFound, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
@@ -108,8 +108,8 @@ class DeadLetterDrain:
         writes = [s.results.put_batch(journal.crawl_id, part, rows)]
         if outgoing:
             writes.append(s.queue.send(outgoing))
-        await asyncio.gather(*writes)
-        await asyncio.gather(*close_journals(s.crawls, s.urls, [journal]))
+        await all_or_cancel(*writes)
+        await all_or_cancel(*close_journals(s.crawls, s.urls, [journal]))
 
 
 def _safe(message_id: str) -> str:

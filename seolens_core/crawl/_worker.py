@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from seolens_core.adapters._gather import CallGroup, SingleFlight, all_settled
+from seolens_core.adapters._gather import CallGroup, SingleFlight, all_or_cancel, all_settled
 from seolens_core.adapters.crawls import PAGES_RESERVED, CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing, SendGroup
 from seolens_core.adapters.results import ResultsStore
@@ -211,7 +211,7 @@ class PageWorker:
         ]
         if outgoing:
             writes.append(self.s.queue.send(outgoing))
-        await asyncio.gather(*writes)
+        await all_or_cancel(*writes)
         rest = [f for f in finished if f[0].crawl_id not in journaled]
         if rest:  # no journal (nothing fetched, or too big): finished only now that all is published
             await self.s.urls.finish(rest, self.s.clock())
@@ -220,7 +220,7 @@ class PageWorker:
             once = self.s.urls.journal_close(cid, journals[cid].part) if cid in journaled else None
             closes.append(self.s.crawls.add_counters(cid, counters.get(cid, {}), once=once))
         closes += close_journals(self.s.crawls, self.s.urls, list(republish.values()))
-        await asyncio.gather(*closes)
+        await all_or_cancel(*closes)
 
     async def _claim_discovered(
         self,
