@@ -86,6 +86,11 @@ def main() -> None:
         help="bench_throughput's settings: --no-aimd, no delay, 32 at a time",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory (site, logs, report)")
+    parser.add_argument(
+        "--wait-out-batching-window",
+        action="store_true",
+        help="the workers' event source buffers records for its whole batching window, as AWS Lambda does",
+    )
     args = parser.parse_args()
 
     nginx = _ensure_nginx()
@@ -130,6 +135,7 @@ def main() -> None:
                 str(out),
                 "--quiet",
                 *unpaced,
+                *(["--wait-out-batching-window"] if args.wait_out_batching_window else []),
             ]
         )
     finally:

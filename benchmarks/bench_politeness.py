@@ -43,7 +43,13 @@ def utilisation(records: list[RequestRecord], delay: float) -> tuple[float, floa
 
 
 def run(
-    cloud: LocalCloud, hosts: int, pages: int, delay: float, workers: int, processes: bool = True
+    cloud: LocalCloud,
+    hosts: int,
+    pages: int,
+    delay: float,
+    workers: int,
+    processes: bool = True,
+    wait_out_window: bool = False,
 ) -> None:
     names = [f"h{i:02d}" for i in range(hosts)]
     sites = [functools.partial(crawl_delay_site, delay, pages=pages, name=n) for n in names]
@@ -56,14 +62,21 @@ def run(
             allow_hosts=allow,
         )
         t0 = time.monotonic()
-        result = run_crawl(cloud, settings, workers=workers, out_dir=Path(out), processes=processes)
+        result = run_crawl(
+            cloud,
+            settings,
+            workers=workers,
+            out_dir=Path(out),
+            processes=processes,
+            wait_out_window=wait_out_window,
+        )
         wall = time.monotonic() - t0
         per_host = [utilisation(server.log(n), delay) for n in names]
     utils = [u for u, _ in per_host]
     min_gap = min(g for _, g in per_host)
     print(
         f"{hosts:3d} host(s) x {pages} pages, Crawl-delay {delay:g}s, {workers} workers"
-        f" ({'processes' if processes else 'threads'}): "
+        f" ({'processes' if processes else 'threads'}{', window waited out' if wait_out_window else ''}): "
         f"status {result.execution.status}, wall {wall:.1f}s, "
         f"utilisation median {statistics.median(utils):.2f} min {min(utils):.2f} max {max(utils):.2f}, "
         f"smallest gap {min_gap:.3f}s, counters {dict(result.record.counters)}"
@@ -77,11 +90,24 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--workers", type=int, default=default_workers(), help="the CLI's default")
     parser.add_argument("--threads", action="store_true", help="workers as threads of this process")
+    parser.add_argument(
+        "--wait-out-batching-window",
+        action="store_true",
+        help="the workers' event source buffers records for its whole batching window, as AWS Lambda does",
+    )
     args = parser.parse_args()
     cloud = LocalCloud(stack_name="seolens-bench-politeness").start()
     try:
-        run(cloud, 1, args.pages, args.delay, args.workers, not args.threads)
-        run(cloud, args.hosts, args.pages, args.delay, args.workers, not args.threads)
+        for hosts in (1, args.hosts):
+            run(
+                cloud,
+                hosts,
+                args.pages,
+                args.delay,
+                args.workers,
+                not args.threads,
+                args.wait_out_batching_window,
+            )
     finally:
         cloud.stop()
         stop_fork_server()

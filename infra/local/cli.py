@@ -79,6 +79,12 @@ def _crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cookie", help="session cookie sent to the crawled site (secret)")
     p.add_argument("--config", type=Path, help="JSON or YAML file with crawl settings (options override it)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument(
+        "--wait-out-batching-window",
+        action="store_true",
+        help="gather the fetch workers' batches for the whole batching window, as AWS Lambda does (fewer, "
+        "fuller invocations: the calls and cost of the cloud; the local default sends a thin batch at once)",
+    )
 
 
 def build_settings(args: argparse.Namespace, start_urls: Sequence[str]) -> CrawlSettings:
@@ -225,6 +231,7 @@ def run(settings: CrawlSettings, args: argparse.Namespace) -> int:
             out_dir=args.out,
             on_progress=display,
             processes=True,
+            wait_out_window=args.wait_out_batching_window,
         )
     finally:
         display.finish()

@@ -8,6 +8,7 @@ records that succeeded, and leave batch item failures to reappear after their vi
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import random
 import threading
@@ -26,6 +27,8 @@ log = logging.getLogger("seolens.local.esm")
 
 SQS_RECEIVE_MAX = 10
 AHEAD_POLL_S = 0.1
+THIN_QUEUE_POLL_S = 0.25
+"""While a thin batch waits out its window (`wait_out_window`): how often the queue is asked again."""
 """How often a poller waiting for its next batch, or a receiver waiting to hand one over, looks at `stop`."""
 
 
@@ -59,6 +62,7 @@ class EventSourceMapping:
         idle_pause_s: float = 0.0,
         batching_window_s: float = 0.0,
         receive_ahead: bool = False,
+        wait_out_window: bool = False,
     ) -> None:
         """`reorder` (0..1) emulates a standard queue's lack of order: that share of received messages is put
         back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like).
@@ -69,7 +73,10 @@ class EventSourceMapping:
         `receive_ahead`: each poller's next batch is received while its environment runs the current one, and
         the records that succeeded are deleted while it runs the next, as the Lambda service's pollers work
         apart from the functions they invoke. Polling in turn left each environment idle for ~15% of a
-        20,000-page crawl (docs/PERFORMANCE.md, 2026-12-04 evening)."""
+        20,000-page crawl (docs/PERFORMANCE.md, 2026-12-04 evening).
+        `wait_out_window`: a batch the queue cannot fill at once keeps gathering until the batching window
+        ends, as the Lambda service buffers records (fewer, fuller invocations; the first record waits up to
+        the window). Off, a short receive sends the batch at once."""
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._invoke = invoke
@@ -87,6 +94,7 @@ class EventSourceMapping:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._receive_ahead = receive_ahead
+        self._wait_out_window = wait_out_window
         self._ahead: list[queue.Queue[list[dict[str, Any]]]] = []
         self._deletes: ThreadPoolExecutor | None = None
         self._clients = threading.local()
@@ -276,12 +284,12 @@ class EventSourceMapping:
 
     def _receive_batch(self, sqs: Any) -> list[dict[str, Any]]:
         """Up to BatchSize messages, as the Lambda service gathers them: SQS returns at most 10 per receive, so
-        a larger batch takes further receives within the batching window. A receive that comes back short
-        means the queue is drained for now: the batch goes at once (the service may wait out the window;
-        locally that would only add latency)."""
-        started = time.monotonic()
+        a larger batch takes further receives within the batching window, which starts with the first record.
+        A receive that comes back short means the queue is drained for now: the batch goes at once, or, with
+        `wait_out_window`, when the window ends (one more receive every `THIN_QUEUE_POLL_S` until then)."""
         messages: list[dict[str, Any]] = []
         wait_s = self._wait_time_s
+        window_ends = math.inf
         while len(messages) < self._batch_size:
             want = min(SQS_RECEIVE_MAX, self._batch_size - len(messages))
             resp = sqs.receive_message(
@@ -292,8 +300,14 @@ class EventSourceMapping:
                 MessageAttributeNames=["All"],
             )
             got = resp.get("Messages", [])
+            if not messages and got:
+                window_ends = time.monotonic() + self._batching_window_s
             messages.extend(got)
-            if len(got) < want or time.monotonic() - started >= self._batching_window_s:
+            left = window_ends - time.monotonic()
+            if not messages or left <= 0:
+                break
+            thin = len(got) < want
+            if thin and (not self._wait_out_window or self._stop.wait(min(left, THIN_QUEUE_POLL_S))):
                 break
             wait_s = 0
         return messages

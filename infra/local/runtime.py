@@ -158,12 +158,14 @@ def run_crawl(
     crawl_id: str | None = None,
     unordered_queue: float = 0.0,
     processes: bool = False,
+    wait_out_window: bool = False,
 ) -> CrawlRun:
     """Run one crawl to its end (drained, budget, cancelled or failed) and download its outputs.
 
     With `processes`, each fetch worker environment is a child process (`ProcessEnvironments`): the workers
     use every core, as Lambda's sandboxes do; without, threads of this process (faster to start, and what
-    fault injection and the IAM audit hook into)."""
+    fault injection and the IAM audit hook into). `wait_out_window`: the fetch workers' event source buffers
+    records for its whole batching window, as the Lambda service does (see `EventSourceMapping`)."""
     assert cloud.stack is not None and cloud.host is not None
     stack, host = cloud.stack, cloud.host
     cloud.activate()
@@ -198,6 +200,7 @@ def run_crawl(
             reorder=unordered_queue if is_worker else 0.0,
             idle_pause_s=0.0 if is_worker else IDLE_QUEUE_PAUSE_S,
             receive_ahead=is_worker,
+            wait_out_window=wait_out_window and is_worker,
         )
         mappings.append(poller)
         esm = poller if is_worker else esm

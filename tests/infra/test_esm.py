@@ -57,6 +57,48 @@ def test_without_a_batching_window_one_receive_makes_the_batch(moto_server: Embe
     assert len(_one_batch(moto_server, messages=30, batch_size=25, window_s=0)) == 10
 
 
+def _thin_queue_batch(server: EmbeddedMoto, *, wait_out_window: bool) -> tuple[list[str], float]:
+    """One batch of a queue holding 3 messages, 7 more sent 0.4 s into the 1 s window: (bodies, seconds)."""
+    sqs, url, arn = _queue(server, 3)
+    seen: list[list[str]] = []
+    esm = EventSourceMapping(
+        queue_url=url,
+        queue_arn=arn,
+        invoke=lambda event: seen.append([r["body"] for r in event["Records"]]),
+        endpoint_url=server.endpoint_url,
+        region=REGION,
+        batch_size=25,
+        workers=1,
+        batching_window_s=1,
+        wait_out_window=wait_out_window,
+    )
+    late = threading.Timer(
+        0.4,
+        lambda: sqs.send_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": f"late{i}"} for i in range(7)]
+        ),
+    )
+    started = time.monotonic()
+    late.start()
+    try:
+        esm._poll_once(sqs)
+        took = time.monotonic() - started
+    finally:
+        late.join()
+    return seen[0], took
+
+
+def test_waiting_out_the_window_a_thin_batch_takes_what_arrives_within_it(moto_server: EmbeddedMoto) -> None:
+    batch, took = _thin_queue_batch(moto_server, wait_out_window=True)
+    assert sorted(batch) == sorted([f"m{i}" for i in range(3)] + [f"late{i}" for i in range(7)])
+    assert 0.9 <= took < 1.6
+
+
+def test_by_default_a_thin_batch_goes_at_once(moto_server: EmbeddedMoto) -> None:
+    batch, took = _thin_queue_batch(moto_server, wait_out_window=False)
+    assert sorted(batch) == ["m0", "m1", "m2"] and took < 0.4
+
+
 def _ahead_mapping(
     server: EmbeddedMoto, url: str, arn: str, invoke: Any, workers: int = 1
 ) -> EventSourceMapping:
