@@ -96,3 +96,9 @@ def test_an_unpinned_moto_is_refused_in_one_line_before_anything_starts(
         moto_server.MotoVersionError, match=r"moto 9\.9\.9 is installed"
     ):  # the local runtime's own start, too
         moto_server.launch_moto_server()
+
+
+def test_the_cloud_batching_is_asked_for_by_an_option() -> None:
+    parse = cli._parser().parse_args
+    assert parse(["crawl", "http://a.test/"]).wait_out_batching_window is False
+    assert parse(["crawl", "http://a.test/", "--wait-out-batching-window"]).wait_out_batching_window is True
