@@ -26,19 +26,25 @@ def _queue(server: EmbeddedMoto, messages: int) -> tuple[Any, str, str]:
     return sqs, url, arn
 
 
-def _one_batch(server: EmbeddedMoto, *, messages: int, batch_size: int, window_s: float) -> list[str]:
-    sqs, url, arn = _queue(server, messages)
-    seen: list[list[str]] = []
-    esm = EventSourceMapping(
+def _collecting(
+    server: EmbeddedMoto, url: str, arn: str, seen: list[list[str]], **options: Any
+) -> EventSourceMapping:
+    """One poller whose invocations append their batch's bodies to `seen`."""
+    return EventSourceMapping(
         queue_url=url,
         queue_arn=arn,
         invoke=lambda event: seen.append([r["body"] for r in event["Records"]]),
         endpoint_url=server.endpoint_url,
         region=REGION,
-        batch_size=batch_size,
         workers=1,
-        batching_window_s=window_s,
+        **options,
     )
+
+
+def _one_batch(server: EmbeddedMoto, *, messages: int, batch_size: int, window_s: float) -> list[str]:
+    sqs, url, arn = _queue(server, messages)
+    seen: list[list[str]] = []
+    esm = _collecting(server, url, arn, seen, batch_size=batch_size, batching_window_s=window_s)
     assert esm._poll_once(sqs) == len(seen[0])
     return seen[0]
 
@@ -61,16 +67,8 @@ def _thin_queue_batch(server: EmbeddedMoto, *, wait_out_window: bool) -> tuple[l
     """One batch of a queue holding 3 messages, 7 more sent 0.4 s into the 1 s window: (bodies, seconds)."""
     sqs, url, arn = _queue(server, 3)
     seen: list[list[str]] = []
-    esm = EventSourceMapping(
-        queue_url=url,
-        queue_arn=arn,
-        invoke=lambda event: seen.append([r["body"] for r in event["Records"]]),
-        endpoint_url=server.endpoint_url,
-        region=REGION,
-        batch_size=25,
-        workers=1,
-        batching_window_s=1,
-        wait_out_window=wait_out_window,
+    esm = _collecting(
+        server, url, arn, seen, batch_size=25, batching_window_s=1, wait_out_window=wait_out_window
     )
     late = threading.Timer(
         0.4,
