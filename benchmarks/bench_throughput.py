@@ -320,6 +320,7 @@ def _run_seolens(
         "counters": report.get("counters", {}),
         "status": report.get("status"),
         "report_duration_s": report.get("duration_s"),
+        "event_source_cpu_s": report.get("local_runtime", {}).get("event_source_cpu_s"),
     }
     return result
 
@@ -375,6 +376,13 @@ def _print(result: RunResult) -> None:
         print(
             f"         emulator CPU {result.emulator_cpu_s:.1f} s "
             f"({result.emulator_cpu_s / max(result.cpu_s, 1e-9):.0%} of the tree)"
+        )
+    event_source = result.extra.get("event_source_cpu_s")
+    if isinstance(event_source, float | int):
+        print(
+            f"         of the own CPU, the local event source (receives, deletes, hand-offs: the Lambda "
+            f"service's pollers in the cloud) {event_source:.1f} s, {event_source / max(result.pages, 1) * 1000:.2f} "
+            f"ms/page; without it {(result.own_cpu_s - event_source) / max(result.pages, 1) * 1000:.2f} ms/page"
         )
     calls = result.extra.get("aws_calls")
     if isinstance(calls, dict) and calls:
@@ -471,6 +479,13 @@ def main() -> None:
             f"own CPU/page {ours.own_cpu_s / max(ours.pages, 1) / max(theirs.cpu_s / max(theirs.pages, 1), 1e-9):.2f}x "
             f"of Scrapy's (target <= 0.5)  peak RSS {ours.peak_rss_mb / max(theirs.peak_rss_mb, 1e-9):.2f}x"
         )
+        event_source = ours.extra.get("event_source_cpu_s")
+        if isinstance(event_source, float | int):
+            handlers = (ours.own_cpu_s - event_source) / max(ours.pages, 1)
+            print(
+                f"                     own CPU/page without the local event source "
+                f"{handlers / max(theirs.cpu_s / max(theirs.pages, 1), 1e-9):.2f}x of Scrapy's"
+            )
     if args.json:
         args.json.write_text(
             json.dumps(

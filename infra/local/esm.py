@@ -39,7 +39,14 @@ class PollerStats:
     failed_records: int = 0
     handler_errors: int = 0
     in_flight: int = 0
+    cpu_s: float = 0.0
+    """CPU time of the service's side of the mapping: receives, deletes and, when the function runs in another
+    process, the hand-off to it (in the cloud the Lambda service's pollers do this, not the function)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_cpu(self, seconds: float) -> None:
+        with self.lock:
+            self.cpu_s += seconds
 
 
 class EventSourceMapping:
@@ -63,6 +70,7 @@ class EventSourceMapping:
         batching_window_s: float = 0.0,
         receive_ahead: bool = False,
         wait_out_window: bool = False,
+        invokes_elsewhere: bool = False,
     ) -> None:
         """`reorder` (0..1) emulates a standard queue's lack of order: that share of received messages is put
         back for 1-3 s instead of being processed, so later messages overtake them (moto itself is FIFO-like).
@@ -76,7 +84,9 @@ class EventSourceMapping:
         20,000-page crawl (docs/PERFORMANCE.md, 2026-12-04 evening).
         `wait_out_window`: a batch the queue cannot fill at once keeps gathering until the batching window
         ends, as the Lambda service buffers records (fewer, fuller invocations; the first record waits up to
-        the window). Off, a short receive sends the batch at once."""
+        the window). Off, a short receive sends the batch at once.
+        `invokes_elsewhere`: `invoke` runs the function in another process, so a poller's own CPU is the
+        service's alone and counts in `stats.cpu_s` (receivers and deletes always do)."""
         self._queue_url = queue_url
         self._queue_arn = queue_arn
         self._invoke = invoke
@@ -95,6 +105,7 @@ class EventSourceMapping:
         self._threads: list[threading.Thread] = []
         self._receive_ahead = receive_ahead
         self._wait_out_window = wait_out_window
+        self._invokes_elsewhere = invokes_elsewhere
         self._ahead: list[queue.Queue[list[dict[str, Any]]]] = []
         self._deletes: ThreadPoolExecutor | None = None
         self._clients = threading.local()
@@ -148,6 +159,7 @@ class EventSourceMapping:
         return sqs
 
     def _run(self, index: int = 0) -> None:
+        started = time.thread_time()
         sqs = self._client()
         try:
             while not self._stop.is_set():
@@ -164,11 +176,20 @@ class EventSourceMapping:
                     log.exception("poller error")
                     time.sleep(0.5)
         finally:
+            if self._invokes_elsewhere:
+                self.stats.add_cpu(time.thread_time() - started)
             if self._on_thread_exit is not None:
                 self._on_thread_exit()
 
     def _receive_into(self, ahead: queue.Queue[list[dict[str, Any]]]) -> None:
         """A receiver: the next batch of one poller, received while the poller's environment is busy."""
+        started = time.thread_time()
+        try:
+            self._receive_loop(ahead)
+        finally:
+            self.stats.add_cpu(time.thread_time() - started)
+
+    def _receive_loop(self, ahead: queue.Queue[list[dict[str, Any]]]) -> None:
         sqs = self._client()
         while not self._stop.is_set():
             try:
@@ -260,12 +281,15 @@ class EventSourceMapping:
     def _delete_logged(self, messages: list[dict[str, Any]]) -> None:
         """A delete behind the next invocation: a failure leaves the records to come back after their
         visibility timeout (the fetch side drops a URL already done), as a lost delete would."""
+        started = time.thread_time()
         try:
             self._delete(self._client(), messages)
         except Exception:
             log.exception(
                 "delete of %d processed records failed; they will be delivered again", len(messages)
             )
+        finally:
+            self.stats.add_cpu(time.thread_time() - started)
 
     def _return_now(self, sqs: Any, messages: list[dict[str, Any]]) -> None:
         """Messages received and never invoked: visible again at once rather than after their timeout."""

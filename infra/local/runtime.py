@@ -136,6 +136,9 @@ class CrawlRun:
     cost: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     worker_invocations: int = 0
+    event_source_cpu_s: float = 0.0
+    """CPU the local event source mappings spent (receives, deletes, hand-offs to worker processes): the Lambda
+    service's work in the cloud, done in this process here."""
 
 
 ProgressCallback = Callable[[CrawlRecord, EventSourceMapping], None]
@@ -201,6 +204,7 @@ def run_crawl(
             idle_pause_s=0.0 if is_worker else IDLE_QUEUE_PAUSE_S,
             receive_ahead=is_worker,
             wait_out_window=wait_out_window and is_worker,
+            invokes_elsewhere=environments is not None and is_worker,
         )
         mappings.append(poller)
         esm = poller if is_worker else esm
@@ -249,6 +253,7 @@ def run_crawl(
     record = app.run(app.crawls.get(crawl_id))
     run = CrawlRun(crawl_id, execution, record, seconds=time.monotonic() - started)
     run.worker_invocations = host.invocations.get(WORKER, 0)
+    run.event_source_cpu_s = sum(poller.stats.cpu_s for poller in mappings)
     run.cost = crawl_cost(
         calls=counts_since(GLOBAL_METER.snapshot(), calls_before),
         items=counts_since(GLOBAL_METER.items(), items_before),
@@ -264,6 +269,7 @@ def run_crawl(
         if report_path is not None:
             report = json.loads(report_path.read_text(encoding="utf-8"))
             report["cost"] = run.cost
+            report["local_runtime"] = {"event_source_cpu_s": round(run.event_source_cpu_s, 3)}
             report_path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     return run
 

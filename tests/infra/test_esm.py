@@ -98,7 +98,7 @@ def test_by_default_a_thin_batch_goes_at_once(moto_server: EmbeddedMoto) -> None
 
 
 def _ahead_mapping(
-    server: EmbeddedMoto, url: str, arn: str, invoke: Any, workers: int = 1
+    server: EmbeddedMoto, url: str, arn: str, invoke: Any, workers: int = 1, **options: Any
 ) -> EventSourceMapping:
     return EventSourceMapping(
         queue_url=url,
@@ -109,7 +109,36 @@ def _ahead_mapping(
         batch_size=10,
         workers=workers,
         receive_ahead=True,
+        **options,
     )
+
+
+def _event_source_cpu(server: EmbeddedMoto, *, invokes_elsewhere: bool) -> float:
+    """The mapping's own CPU over 30 messages whose invocations each spin 0.1 s of CPU."""
+    sqs, url, arn = _queue(server, 30)
+
+    def invoke(event: dict[str, Any]) -> None:
+        spin_until = time.thread_time() + 0.1
+        while time.thread_time() < spin_until:
+            pass
+
+    esm = _ahead_mapping(server, url, arn, invoke, invokes_elsewhere=invokes_elsewhere)
+    esm.start()
+    deadline = time.monotonic() + 20
+    while _visible(sqs, url) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    esm.stop()
+    assert _visible(sqs, url) == 0
+    return esm.stats.cpu_s
+
+
+def test_the_event_sources_own_cpu_is_counted_apart_from_the_functions(moto_server: EmbeddedMoto) -> None:
+    # Invocations in the poller's thread (threads mode): the function's 0.3 s are not the service's.
+    in_process = _event_source_cpu(moto_server, invokes_elsewhere=False)
+    assert 0 < in_process < 0.3
+    # A poller that hands its batches to another process: all it does is the service's (the stand-in invoke
+    # spins in the poller itself here, so its 0.3 s show).
+    assert _event_source_cpu(moto_server, invokes_elsewhere=True) >= 0.3
 
 
 def _visible(sqs: Any, url: str) -> int:
