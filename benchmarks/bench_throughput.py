@@ -474,17 +474,18 @@ def main() -> None:
     by_name = {r.name: r for r in results}
     if "scrapy" in by_name and "seolens" in by_name:
         ours, theirs = by_name["seolens"], by_name["scrapy"]
+        their_cpu = max(theirs.cpu_s / max(theirs.pages, 1), 1e-9)
         print(
             f"ratio seolens/scrapy: pages/s {ours.pages_per_s / max(theirs.pages_per_s, 1e-9):.2f}x (target >= 1.5)  "
-            f"own CPU/page {ours.own_cpu_s / max(ours.pages, 1) / max(theirs.cpu_s / max(theirs.pages, 1), 1e-9):.2f}x "
+            f"own CPU/page {ours.own_cpu_s / max(ours.pages, 1) / their_cpu:.2f}x "
             f"of Scrapy's (target <= 0.5)  peak RSS {ours.peak_rss_mb / max(theirs.peak_rss_mb, 1e-9):.2f}x"
         )
         event_source = ours.extra.get("event_source_cpu_s")
         if isinstance(event_source, float | int):
             handlers = (ours.own_cpu_s - event_source) / max(ours.pages, 1)
             print(
-                f"                     own CPU/page without the local event source "
-                f"{handlers / max(theirs.cpu_s / max(theirs.pages, 1), 1e-9):.2f}x of Scrapy's"
+                f"                     own CPU/page without the local event source {handlers / their_cpu:.2f}x "
+                "of Scrapy's"
             )
     if args.json:
         args.json.write_text(

@@ -27,9 +27,9 @@ log = logging.getLogger("seolens.local.esm")
 
 SQS_RECEIVE_MAX = 10
 AHEAD_POLL_S = 0.1
+"""How often a poller waiting for its next batch, or a receiver waiting to hand one over, looks at `stop`."""
 THIN_QUEUE_POLL_S = 0.25
 """While a thin batch waits out its window (`wait_out_window`): how often the queue is asked again."""
-"""How often a poller waiting for its next batch, or a receiver waiting to hand one over, looks at `stop`."""
 
 
 @dataclass

@@ -302,9 +302,8 @@ class Reporter:
             # is not a link on a page: chains come from the pages' redirect_to). Only those rows are decoded
             # (most links go to 2xx pages); with no such page, none is read and the map steps' count stands.
             targets = {dumps(url)[1:-1] for url in audit.link_targets()}
-            n_links = int(cursor["links"])
             if targets:
-                n_links = await self._link_rules(crawl_id, cursor, targets, audit, site_finding)
+                await self._link_rules(crawl_id, cursor, targets, audit, site_finding)
             del audit
             async for (url,) in work.merge("orphans"):
                 await site_finding(
@@ -390,7 +389,7 @@ class Reporter:
                 "by_outcome": dict(stats.by_outcome),
                 "by_status": {str(k): v for k, v in stats.by_status.items()},
                 "by_depth": {str(k): v for k, v in stats.by_depth.items()},
-                "links": n_links,
+                "links": int(cursor["links"]),
                 "sitemap_urls": n_sitemap,
                 "pending": n_pending,
                 "pending_truncated": more_pending,
@@ -530,17 +529,14 @@ class Reporter:
         targets: set[bytes],
         audit: SiteAudit,
         site_finding: Callable[[Finding], Awaitable[None]],
-    ) -> int:
-        """The link rules over the rows linking to `targets` (step 5 of `build`); the rows read."""
+    ) -> None:
+        """The link rules over the rows linking to `targets` (step 5 of `build`)."""
         results = self.s.results
-        n_links = 0
         for key in rows_keys(crawl_id, "links", cursor):
             async for block in _blocks(results, key, await results.size(key), STREAM_READ, ahead=1):
-                n_links += _count_lines(block)
                 links = (loads(line) for line in lines_where(block, "target", targets))
                 for link_finding in audit.link_rows(link for link in links if not link.get("redirect")):
                     await site_finding(link_finding)
-        return n_links
 
     async def _page_and_pacing_rows(
         self, crawl_id: str, cursor: dict[str, Any]
@@ -654,15 +650,6 @@ class _RangeReader:
             text = block.decode("utf-8")
             self._lines.extend((text[:-1] if text.endswith("\n") else text).split("\n"))
         return self._lines.popleft()
-
-
-def _count_lines(block: bytes) -> int:
-    """The rows in a block of JSON lines (`dump_lines` writes no blank line: counted at C speed then)."""
-    if not block.strip():
-        return 0
-    if b"\n\n" in block or block.startswith(b"\n"):
-        return sum(1 for line in block.split(b"\n") if line.strip())
-    return block.count(b"\n") + (not block.endswith(b"\n"))
 
 
 async def _read_through(results: ResultsStore, keys: Iterable[str]) -> AsyncIterator[bytes]:

@@ -8,8 +8,7 @@ from typing import Any, cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seolens_core.adapters._json import load_lines
-from seolens_core.crawl._report import _blocks, _count_lines
+from seolens_core.crawl._report import _blocks
 
 
 class _Ranges:
@@ -66,8 +65,3 @@ def test_reads_ahead_are_in_flight_together() -> None:
     data = b"".join(b"%03d\n" % i for i in range(100))
     assert read(data, 8, ahead=0)[1].most_in_flight == 1
     assert read(data, 8, ahead=2)[1].most_in_flight == 3
-
-
-def test_a_block_counts_its_rows_as_load_lines_reads_them() -> None:
-    for block in [b"", b"\n", b"{}\n", b"{}", b"{}\n{}", b"{}\n\n{}\n", b"\n{}\n", b'{"a":1}\n{"b":2}\n']:
-        assert _count_lines(block) == len(load_lines(block)), block
