@@ -7,6 +7,7 @@ all_settled: calls at once; each runs to its end before the first failure is rai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections import deque
 from collections.abc import (
@@ -18,6 +19,7 @@ from collections.abc import (
     Iterable,
     Sequence,
 )
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -59,29 +61,38 @@ class CallGroup(Generic[T, R]):
     def __init__(self, run: Callable[[list[T]], Awaitable[Sequence[R]]], window_s: float) -> None:
         self._run = run
         self._window_s = window_s
-        self._pending: tuple[list[T], asyncio.Future[Sequence[R]]] | None = None
+        self._pending: _Group[T, R] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def call(self, item: T) -> R:
+        return await self.submit(item)
+
+    def submit(self, item: T) -> Awaitable[R]:
+        """Add `item` to the group now (a `flush` right after includes it); await the answer for its result."""
         loop = asyncio.get_running_loop()
-        if self._pending is not None and self._pending[1].get_loop() is not loop:
+        if self._pending is not None and self._pending.done.get_loop() is not loop:
             self._pending = None  # opened on a loop that stopped before its run (a cut-off invocation)
         if self._pending is None:
-            self._pending = ([], loop.create_future())
+            self._pending = _Group(loop.create_future())
             task = loop.create_task(self._run_later(self._pending))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        items, done = self._pending
-        index = len(items)
-        items.append(item)
-        results = await asyncio.shield(done)
-        return results[index]
+        group = self._pending
+        group.items.append(item)
+        return _result_of(group.done, len(group.items) - 1)
 
-    async def _run_later(self, group: tuple[list[T], asyncio.Future[Sequence[R]]]) -> None:
-        await asyncio.sleep(self._window_s)
+    def flush(self) -> None:
+        """Run the items gathered so far now, without waiting out the rest of the window."""
+        if self._pending is not None:
+            self._pending.go.set()
+
+    async def _run_later(self, group: _Group[T, R]) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._window_s):
+                await group.go.wait()
         if self._pending is group:
             self._pending = None
-        items, done = group
+        items, done = group.items, group.done
         try:
             results = await self._run(items)
         except BaseException as exc:
@@ -95,6 +106,17 @@ class CallGroup(Generic[T, R]):
                 done.exception()
                 return
             done.set_result(results)
+
+
+@dataclass(eq=False, slots=True)
+class _Group(Generic[T, R]):
+    done: asyncio.Future[Sequence[R]]
+    items: list[T] = field(default_factory=list)
+    go: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+async def _result_of(done: asyncio.Future[Sequence[R]], index: int) -> R:
+    return (await asyncio.shield(done))[index]
 
 
 async def read_ahead(

@@ -10,7 +10,7 @@ import asyncio
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -105,3 +105,11 @@ class SendGroup:
 
     async def send(self, outgoing: Outgoing) -> None:
         await self._group.call(outgoing)
+
+    def submit(self, outgoing: Outgoing) -> Awaitable[None]:
+        """Join the group now; await the result to know the message was sent (`flush` sends it at once)."""
+        return self._group.submit(outgoing)
+
+    def flush(self) -> None:
+        """Send what the group holds now instead of at the end of its window."""
+        self._group.flush()

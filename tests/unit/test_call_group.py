@@ -30,6 +30,26 @@ def test_calls_within_the_window_run_once_and_each_gets_its_own_result() -> None
     assert runs == [[0, 1, 2], [7]]
 
 
+def test_submitted_items_join_at_once_and_a_flush_runs_them_without_waiting_out_the_window() -> None:
+    runs: list[tuple[list[int], float]] = []
+
+    async def run(items: list[int]) -> list[int]:
+        runs.append((list(items), asyncio.get_running_loop().time()))
+        return [i + 1 for i in items]
+
+    async def main() -> tuple[list[int], float]:
+        group: CallGroup[int, int] = CallGroup(run, window_s=10.0)
+        t0 = asyncio.get_running_loop().time()
+        answers = [group.submit(1), group.submit(2)]  # joined before anything ran
+        group.flush()
+        return list(await asyncio.gather(*answers)), t0
+
+    answers, t0 = asyncio.run(main())
+    assert answers == [2, 3]
+    assert [items for items, _ in runs] == [[1, 2]]
+    assert runs[0][1] - t0 < 1.0  # not the 10 s window
+
+
 def test_a_failed_run_fails_every_caller_of_it() -> None:
     async def run(items: list[int]) -> list[int]:
         raise RuntimeError("throttled")

@@ -1,8 +1,9 @@
 """When a deferred URL is re-sent (BatchRun._defer), observed on fake services in one event loop.
 
-Before any record of the batch has claimed its URL, a re-send goes out at once (its slot comes back on time);
-once one has, re-sends wait for the batch's flush, after the URLs are finished: a send in the middle of the
-batch is where a crash would lose the fetches made so far or strand the claims of records about to fetch.
+Before the batch's first request, a re-send goes out at once (its turn comes back on time), and that request
+waits for the re-sends of the batch-mates answered with it; once a request is made, re-sends wait for the
+batch's flush, after the URLs are finished: a send between a request and the journal is where a crash would
+lose the request made.
 """
 
 from __future__ import annotations
@@ -271,12 +272,142 @@ def test_before_any_claim_a_deferral_is_re_sent_at_once() -> None:
     assert events == [("send", ["/a", "/b"]), ("robots", ["/slow"]), ("send", ["/slow"])]
 
 
-def test_once_a_record_claimed_its_url_deferrals_go_with_the_flush_after_the_finish() -> None:
+def test_once_a_record_sent_its_request_deferrals_go_with_the_flush_after_the_finish() -> None:
     events = _run("split", ["/first", "/second", "/third"])
     kinds = [kind for kind, _ in events]
     assert kinds == ["claim", "fetch", "finish", "send"], events
     assert events[2] == ("finish", ["/first"])
     assert events[3] == ("send", ["/second", "/third"])
+
+
+class _Ahead(_Pacing):
+    """The first record gets a slot starting `start_in` s later; each other record is told to come back after
+    `answer_in` s (a booking write), or after `late_answer_in` s for `/late`."""
+
+    def __init__(self, start_in: float, answer_in: float, late_answer_in: float = 0.0) -> None:
+        super().__init__(None)
+        self.start_in, self.answer_in, self.late_answer_in = start_in, answer_in, late_answer_in
+        self.granted = False
+
+    async def acquire(
+        self,
+        origin: str,
+        settings: CrawlSettings,
+        floor_s: float | None,
+        now: float,
+        on_granted: Callable[[], object] | None = None,
+        *,
+        crawl_id: str = "",
+    ) -> Ticket | Wait:
+        if not self.granted:
+            self.granted = True
+            if on_granted is not None:
+                on_granted()
+            return Ticket(origin, "lease", start_at=now + self.start_in, slack_s=60.0)
+        await asyncio.sleep(self.answer_in)
+        return Wait(until=now + 5, reason="pacing")
+
+
+class _SlowQueue(_Queue):
+    """Each send takes `takes_s`; the first `fails` sends fail."""
+
+    def __init__(self, log: _Log, takes_s: float, fails: int = 0) -> None:
+        super().__init__(log)
+        self.takes_s, self.fails = takes_s, fails
+
+    async def send(self, outgoing: Sequence[Outgoing]) -> None:
+        await asyncio.sleep(self.takes_s)
+        if self.fails:
+            self.fails -= 1
+            self.log.add("failed send", [o.message.url for o in outgoing])
+            raise RuntimeError("SendMessageBatch failed")
+        await super().send(outgoing)
+
+
+def _timed_run(
+    pacing: _Pacing, paths: Sequence[str], queue: Callable[[_Log], _Queue] = _Queue
+) -> tuple[list[tuple[str, list[str]]], dict[str, float], Counter[str]]:
+    """The events, when each kind of event first happened (s after the batch started), and the outcomes."""
+    log = _Log()
+    firsts: dict[str, float] = {}
+    t0 = time.monotonic()
+    add = log.add
+
+    def timed(kind: str, urls: Sequence[str]) -> None:
+        firsts.setdefault(kind, time.monotonic() - t0)
+        add(kind, urls)
+
+    log.add = timed  # type: ignore[method-assign]
+    outcomes: Counter[str] = Counter()
+
+    async def main() -> None:
+        claimed = asyncio.Event()
+        services = _services(log, pacing, lambda s, p: _Fetcher(claimed, log), queue=queue(log))
+        bodies = [
+            (f"m{i}", FrontierMessage("c1", SITE + p, url_key_hex(SITE + p), 1).to_json())
+            for i, p in enumerate(paths)
+        ]
+        batch = PageWorker(services).batch(bodies, None)
+        outcomes.update(await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies)))
+
+    asyncio.run(main())
+    return log.events, firsts, outcomes
+
+
+def test_batch_mates_deferred_before_the_first_request_are_re_sent_before_it() -> None:
+    # The slot starts in 0.3 s; the others learn they must come back 20 ms in (their turn booked).
+    events, at, outcomes = _timed_run(_Ahead(start_in=0.3, answer_in=0.02), ["/first", "/second", "/third"])
+    assert events == [
+        ("claim", ["/first"]),
+        ("send", ["/second", "/third"]),
+        ("fetch", ["/first"]),
+        ("finish", ["/first"]),
+    ]
+    assert at["send"] < 0.1  # at once, not the SendGroup's window later, nor with the flush
+    assert outcomes == Counter({"fetched": 1, "pacing_wait": 2})
+
+
+def test_the_first_request_waits_for_re_sends_on_their_way() -> None:
+    # The send takes 0.2 s and the slot starts in 0.05 s: the request goes only once the send is done (a crash
+    # in the send then loses no request made), late for its slot rather than unsafe.
+    events, at, _ = _timed_run(
+        _Ahead(start_in=0.05, answer_in=0.01), ["/first", "/second"], lambda log: _SlowQueue(log, takes_s=0.2)
+    )
+    assert events == [
+        ("claim", ["/first"]),
+        ("send", ["/second"]),
+        ("fetch", ["/first"]),
+        ("finish", ["/first"]),
+    ]
+    assert at["fetch"] >= 0.2
+
+
+def test_a_batch_mate_answered_only_after_the_slot_starts_does_not_delay_the_request() -> None:
+    # /later is answered 0.4 s in, long after the 0.1 s slot: the request waits for it until 25 ms before the
+    # slot at most, and its re-send then goes with the flush.
+    events, at, outcomes = _timed_run(_Ahead(start_in=0.1, answer_in=0.4), ["/first", "/later"])
+    assert events == [
+        ("claim", ["/first"]),
+        ("fetch", ["/first"]),
+        ("finish", ["/first"]),
+        ("send", ["/later"]),
+    ]
+    assert at["fetch"] < 0.2
+    assert outcomes == Counter({"fetched": 1, "pacing_wait": 1})
+
+
+def test_a_re_send_that_fails_before_the_first_request_goes_with_the_flush() -> None:
+    events, _, outcomes = _timed_run(
+        _Ahead(start_in=0.2, answer_in=0.01), ["/first", "/second"], lambda log: _SlowQueue(log, 0.0, fails=1)
+    )
+    assert events == [
+        ("claim", ["/first"]),
+        ("failed send", ["/second"]),
+        ("fetch", ["/first"]),
+        ("finish", ["/first"]),
+        ("send", ["/second"]),
+    ]
+    assert outcomes == Counter({"fetched": 1, "pacing_wait": 1})  # never a failed record
 
 
 def test_records_that_could_not_finish_before_the_invocation_ends_go_back_unfetched() -> None:
