@@ -573,8 +573,7 @@ async def paced_fetch(
     sleep: Callable[[float], Awaitable[object]],
     claim: None = None,
     crawl_id: str,
-    on_granted: Callable[[], object] | None = None,
-    before_request: Callable[[float], Awaitable[object]] | None = None,
+    before_request: Callable[[], Awaitable[object]] | None = None,
 ) -> PacedFetch | Wait: ...
 
 
@@ -591,8 +590,7 @@ async def paced_fetch(
     sleep: Callable[[float], Awaitable[object]],
     claim: Callable[[], Awaitable[bool]],
     crawl_id: str,
-    on_granted: Callable[[], object] | None = None,
-    before_request: Callable[[float], Awaitable[object]] | None = None,
+    before_request: Callable[[], Awaitable[object]] | None = None,
 ) -> PacedFetch | Wait | Unclaimed: ...
 
 
@@ -608,8 +606,7 @@ async def paced_fetch(
     sleep: Callable[[float], Awaitable[object]],
     claim: Callable[[], Awaitable[bool]] | None = None,
     crawl_id: str,
-    on_granted: Callable[[], object] | None = None,
-    before_request: Callable[[float], Awaitable[object]] | None = None,
+    before_request: Callable[[], Awaitable[object]] | None = None,
 ) -> PacedFetch | Wait | Unclaimed:
     """Fetch `url` in a pacing slot of `host` (every request to a host goes through here: pages and
     sitemaps; robots.txt has its own schedule).
@@ -627,8 +624,7 @@ async def paced_fetch(
     if nobody holds a later one, else it is given back unused and another one is taken. The other half
     of the slack covers the path from that check to the host.
 
-    `on_granted` runs when a slot is granted. `before_request(start_at)` is awaited before each request,
-    with the slot granted and the URL claimed; it may take until the slot's start.
+    `before_request` is awaited before each request, with the slot granted and the URL claimed.
     """
     claimed: asyncio.Future[bool] | None = None
 
@@ -636,11 +632,6 @@ async def paced_fetch(
         nonlocal claimed
         if claim is not None and claimed is None:
             claimed = asyncio.ensure_future(claim())
-
-    def granted() -> None:
-        start_claim()
-        if on_granted is not None:
-            on_granted()
 
     if pacing.idle(host, settings):
         # An idle host's slot starts one write's round trip after the grant: a claim started only then would
@@ -652,20 +643,20 @@ async def paced_fetch(
             if slot is None:
                 try:
                     acquired = await pacing.acquire(
-                        host, settings, floor_s, clock(), granted, crawl_id=crawl_id
+                        host, settings, floor_s, clock(), start_claim, crawl_id=crawl_id
                     )
                 except PacingContention:  # many workers on one host item: come back shortly, never fail
                     return Wait(until=clock() + 1.0, reason="contention")
                 if not isinstance(acquired, Ticket):
                     return acquired
                 slot = acquired
-                granted()
+                start_claim()
             if claimed is not None and not await claimed:
                 await pacing.give_back(slot)
                 slot = None
                 return Unclaimed()
             if before_request is not None:
-                await before_request(slot.start_at)
+                await before_request()
             start_by = _start_by(slot)
 
             async def at_start(start_at: float = slot.start_at, start_by: float = start_by) -> bool:

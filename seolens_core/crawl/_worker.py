@@ -27,7 +27,7 @@ from seolens_core.crawl._commit import BatchCommit, Contribution
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
 from seolens_core.crawl._pacing import PacedFetch, Unclaimed, paced_fetch
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
-from seolens_core.crawl._ports import PacingPort, RobotsPort, Wait
+from seolens_core.crawl._ports import PacingPort, RobotsPort
 from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.politeness import WindowReport
@@ -49,9 +49,6 @@ BUDGET_RECHECK_MAX_S = 15.0
 BUDGET_BLOCK_SHARE = 16
 """A batch reserves at most this share of the pages its crawl's budget has left: one write a batch far from
 the budget, one a page near it, and never most of what is left idle in one batch waiting for its slots."""
-DEFERRALS_FIRST_LEAD_S = 0.025
-"""The batch's first request waits for the deferrals of its batch-mates to leave until this long before its
-slot at most (half the time a granted slot wakes its worker early: the request is still ready on time)."""
 UNIT_GRANTED, UNIT_SPENT, UNIT_IN_FLIGHT = "granted", "spent", "in_flight"
 MAX_IN_FLIGHT = 10
 FLUSH_RESERVE_S = 5.0
@@ -386,9 +383,6 @@ class BatchRun:
         self._extra_copies: set[str] = set()
         self._journal_of: dict[tuple[str, str], str] = {}
         self._open: dict[tuple[str, str], Journal] = {}
-        self._asking = 0
-        """Records of this batch waiting for the host's answer to their slot request (or, told to come back,
-        not yet on their way)."""
         self._requesting = False
         """A record of this batch is about to send (or sent) its request: re-sends wait for the flush."""
         self._early_sends = 0
@@ -526,11 +520,10 @@ class BatchRun:
         c: Contribution,
         *,
         claimed: bool = False,
-        on_way: Callable[[], None] | None = None,
     ) -> None:
         """Send the URL back to arrive at `until`; the URL stays pending. A re-send, unlike a failed record,
         never counts towards the dead-letter queue. A URL this delivery had claimed (`claimed`) is given back
-        first, so that the re-sent copy can claim it. `on_way`: called once the re-send is sent or queued.
+        first, so that the re-sent copy can claim it.
 
         Before the batch's first request a re-send goes at once, so a pacing deferral is back when its turn
         comes (`_before_request` holds that request until the re-sends on their way are sent). From then on
@@ -544,13 +537,9 @@ class BatchRun:
         outgoing = Outgoing(msg, until)
         if self._requesting:
             c.outgoing.append(outgoing)
-            if on_way is not None:
-                on_way()
             return
         sending = self._resends.submit(outgoing)
         self._early_sends += 1
-        if on_way is not None:
-            on_way()
         try:
             await sending
         except Exception:
@@ -559,35 +548,12 @@ class BatchRun:
             self._early_sends -= 1
             self._changed.set()
 
-    def _asks(self) -> Callable[[], None]:
-        """Count a record as asking for its slot until the returned callable is called (once or more)."""
-        self._asking += 1
-        answered = False
-
-        def answer() -> None:
-            nonlocal answered
-            if not answered:
-                answered = True
-                self._asking -= 1
-                self._changed.set()
-
-        return answer
-
-    async def _before_request(self, start_at: float) -> None:
-        """Before the batch's first request (its slot starts at `start_at`): the records still asking for a
-        slot are answered and their re-sends leave first, until `DEFERRALS_FIRST_LEAD_S` before the slot; then
-        the request waits for the re-sends on their way. A crash in a re-send never loses a request made:
-        it strands at most the claims of records waiting for their slots (fetched once those expire)."""
+    async def _before_request(self) -> None:
+        """Before the batch's first request: no re-send leaves from now on until the flush, and the request waits
+        for those on their way. A crash in a re-send then never loses a request made; it strands at most the
+        claims of batch-mates waiting for their slots (fetched once those expire)."""
         if self._requesting:
             return
-        s = self._w.s
-        answered = asyncio.ensure_future(self._until(lambda: self._asking == 0))
-        deadline = asyncio.ensure_future(s.sleep(max(0.0, start_at - DEFERRALS_FIRST_LEAD_S - s.clock())))
-        try:
-            await asyncio.wait([answered, deadline], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            answered.cancel()
-            deadline.cancel()
         self._requesting = True
         self._resends.flush()
         await self._until(lambda: self._early_sends == 0)
@@ -713,27 +679,19 @@ class BatchRun:
         s = self._w.s
         settings, host = ctx.record.settings, url.origin
 
-        answered = self._asks()
-        try:
-            paced = await paced_fetch(
-                s.pacing,
-                ctx.fetcher,
-                url.url,
-                host,
-                settings,
-                crawl_delay_s,
-                clock=s.clock,
-                sleep=s.sleep,
-                claim=take_claim,
-                crawl_id=msg.crawl_id,
-                on_granted=answered,
-                before_request=self._before_request,
-            )
-        except BaseException:
-            answered()
-            raise
-        if not isinstance(paced, Wait) or paced.reason == "suspended":
-            answered()  # a deferral is answered once its re-send is on its way (`_defer`)
+        paced = await paced_fetch(
+            s.pacing,
+            ctx.fetcher,
+            url.url,
+            host,
+            settings,
+            crawl_delay_s,
+            clock=s.clock,
+            sleep=s.sleep,
+            claim=take_claim,
+            crawl_id=msg.crawl_id,
+            before_request=self._before_request,
+        )
         claim = claim_of()
         if isinstance(paced, Unclaimed):
             if claim is None:  # no unit of the page budget left (the caller finishes it)
@@ -753,12 +711,7 @@ class BatchRun:
                 c.finished.append((msg, host, "suspended"))
                 c.count("n_not_crawled")
                 return "suspended"
-            try:
-                await self._defer(
-                    msg, paced.until, c, claimed=claim is not None and claim.granted, on_way=answered
-                )
-            finally:
-                answered()
+            await self._defer(msg, paced.until, c, claimed=claim is not None and claim.granted)
             return "pacing_wait"
         slot, result = paced.ticket, paced.result
         plan: LinkPlan | None = None

@@ -281,12 +281,12 @@ def test_once_a_record_sent_its_request_deferrals_go_with_the_flush_after_the_fi
 
 
 class _Ahead(_Pacing):
-    """The first record gets a slot starting `start_in` s later; each other record is told to come back after
-    `answer_in` s (a booking write), or after `late_answer_in` s for `/late`."""
+    """The first record gets a slot starting `start_in` s later, and is woken 50 ms before it (as `PacingGate`
+    wakes a granted worker early); each other record is told to come back after `answer_in` s."""
 
-    def __init__(self, start_in: float, answer_in: float, late_answer_in: float = 0.0) -> None:
+    def __init__(self, start_in: float, answer_in: float) -> None:
         super().__init__(None)
-        self.start_in, self.answer_in, self.late_answer_in = start_in, answer_in, late_answer_in
+        self.start_in, self.answer_in = start_in, answer_in
         self.granted = False
 
     async def acquire(
@@ -303,6 +303,7 @@ class _Ahead(_Pacing):
             self.granted = True
             if on_granted is not None:
                 on_granted()
+            await asyncio.sleep(max(0.0, self.start_in - 0.05))
             return Ticket(origin, "lease", start_at=now + self.start_in, slack_s=60.0)
         await asyncio.sleep(self.answer_in)
         return Wait(until=now + 5, reason="pacing")
@@ -368,10 +369,10 @@ def test_batch_mates_deferred_before_the_first_request_are_re_sent_before_it() -
 
 
 def test_the_first_request_waits_for_re_sends_on_their_way() -> None:
-    # The send takes 0.2 s and the slot starts in 0.05 s: the request goes only once the send is done (a crash
+    # The send takes 0.2 s and the slot starts in 0.1 s: the request goes only once the send is done (a crash
     # in the send then loses no request made), late for its slot rather than unsafe.
     events, at, _ = _timed_run(
-        _Ahead(start_in=0.05, answer_in=0.01), ["/first", "/second"], lambda log: _SlowQueue(log, takes_s=0.2)
+        _Ahead(start_in=0.1, answer_in=0.01), ["/first", "/second"], lambda log: _SlowQueue(log, takes_s=0.2)
     )
     assert events == [
         ("claim", ["/first"]),
@@ -383,8 +384,8 @@ def test_the_first_request_waits_for_re_sends_on_their_way() -> None:
 
 
 def test_a_batch_mate_answered_only_after_the_slot_starts_does_not_delay_the_request() -> None:
-    # /later is answered 0.4 s in, long after the 0.1 s slot: the request waits for it until 25 ms before the
-    # slot at most, and its re-send then goes with the flush.
+    # /later is answered 0.4 s in, long after the 0.1 s slot: the request does not wait for it, and its re-send
+    # then goes with the flush.
     events, at, outcomes = _timed_run(_Ahead(start_in=0.1, answer_in=0.4), ["/first", "/later"])
     assert events == [
         ("claim", ["/first"]),
