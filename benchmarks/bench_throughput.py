@@ -1,6 +1,7 @@
 """Benchmark: `seolens crawl` (embedded emulator) versus Scrapy on a generated static site served by nginx.
 
-Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers N] [--concurrency 32] [--skip-scrapy] [--profile]
+Run: python benchmarks/bench_throughput.py [--pages 20000] [--rounds N] [--workers N] [--concurrency 32]
+     [--skip-scrapy] [--profile]
 
 - Generates the site (benchmarks/_site_gen.py: tree of depth 6, ~40 links a page, shared nav, robots.txt
   with a Disallow and a sitemap index) in a temporary directory.
@@ -16,6 +17,9 @@ Run: python benchmarks/bench_throughput.py [--pages 20000] [--workers N] [--conc
 - With --profile, samples the seolens run with py-spy (`_profile.py`) and prints where the CPU goes: the
   crawler by activity (fetch, parse, normalization, AWS SDK, JSON, ...) and by phase, the emulator by the
   AWS operation it serves. The sampler costs CPU too: take pages/s from a run without it.
+- With --rounds N, crawls with both N times in ABBA order (Scrapy first in odd rounds, seolens first in
+  even ones) on the same site and server, and prints each round's ratios and their medians: the machine's
+  speed drifts by the hour, and one pair of runs says less than the spread between pairs.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -321,6 +326,7 @@ def _run_seolens(
         "status": report.get("status"),
         "report_duration_s": report.get("duration_s"),
         "event_source_cpu_s": report.get("local_runtime", {}).get("event_source_cpu_s"),
+        "cost_per_100k_pages_usd": report.get("cost", {}).get("cost_per_100k_pages_usd"),
     }
     return result
 
@@ -384,6 +390,9 @@ def _print(result: RunResult) -> None:
             f"service's pollers in the cloud) {event_source:.1f} s, {event_source / max(result.pages, 1) * 1000:.2f} "
             f"ms/page; without it {(result.own_cpu_s - event_source) / max(result.pages, 1) * 1000:.2f} ms/page"
         )
+    cost = result.extra.get("cost_per_100k_pages_usd")
+    if isinstance(cost, float | int):
+        print(f"         estimated AWS cost (report.json): ${cost:.4f} per 100,000 pages (target <= $0.25)")
     calls = result.extra.get("aws_calls")
     if isinstance(calls, dict) and calls:
         total = sum(calls.values())
@@ -393,6 +402,53 @@ def _print(result: RunResult) -> None:
                 f"{k} {v / max(result.pages, 1):.2f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1])
             )
         )
+
+
+def _ratios(ours: RunResult, theirs: RunResult) -> tuple[float, float, float | None]:
+    """seolens / Scrapy in one round: pages/s, own CPU a page, and own CPU a page without the local event
+    source (None when the report does not say)."""
+    their_cpu = max(theirs.cpu_s / max(theirs.pages, 1), 1e-9)
+    speed = ours.pages_per_s / max(theirs.pages_per_s, 1e-9)
+    cpu = ours.own_cpu_s / max(ours.pages, 1) / their_cpu
+    event_source = ours.extra.get("event_source_cpu_s")
+    handlers = None
+    if isinstance(event_source, float | int):
+        handlers = (ours.own_cpu_s - event_source) / max(ours.pages, 1) / their_cpu
+    return speed, cpu, handlers
+
+
+def _print_ratios(ours: RunResult, theirs: RunResult) -> None:
+    speed, cpu, handlers = _ratios(ours, theirs)
+    print(
+        f"ratio seolens/scrapy: pages/s {speed:.2f}x (target >= 1.5)  own CPU/page {cpu:.2f}x "
+        f"of Scrapy's (target <= 0.5)  peak RSS {ours.peak_rss_mb / max(theirs.peak_rss_mb, 1e-9):.2f}x"
+    )
+    if handlers is not None:
+        print(f"                     own CPU/page without the local event source {handlers:.2f}x of Scrapy's")
+
+
+def _print_medians(rounds: list[tuple[RunResult, RunResult]]) -> None:
+    """Each ratio's median over the rounds, with its range and the CPU figures behind it: the machine's speed
+    drifts by the hour, and single pairs minutes apart have measured from 1.5x to 2.2x."""
+    table = [_ratios(ours, theirs) for ours, theirs in rounds]
+    columns: tuple[tuple[str, list[float], str], ...] = (
+        ("pages/s", [r[0] for r in table], " (target >= 1.5)"),
+        ("own CPU/page", [r[1] for r in table], " (target <= 0.5)"),
+        ("own CPU/page without the local event source", [r[2] for r in table if r[2] is not None], ""),
+    )
+    for label, column, target in columns:
+        if column:
+            print(
+                f"median of {len(column)} rounds, {label}: {statistics.median(column):.2f}x{target}, range "
+                f"{min(column):.2f}-{max(column):.2f}; by round {', '.join(f'{v:.2f}' for v in column)}"
+            )
+    print(
+        "CPU a page by round, seolens (own) / Scrapy: "
+        + ", ".join(
+            f"{ours.own_cpu_s / max(ours.pages, 1) * 1000:.2f} / {theirs.cpu_s / max(theirs.pages, 1) * 1000:.2f} ms"
+            for ours, theirs in rounds
+        )
+    )
 
 
 def main() -> None:
@@ -413,6 +469,12 @@ def main() -> None:
     )
     parser.add_argument("--scrapy-concurrency", type=int, default=32)
     parser.add_argument("--max-seconds", type=float, default=900.0, help="time budget of the seolens crawl")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="crawl with both this many times, interleaved (ABBA), and print the median ratios",
+    )
     parser.add_argument("--skip-scrapy", action="store_true")
     parser.add_argument("--skip-seolens", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs) afterwards")
@@ -423,6 +485,8 @@ def main() -> None:
         help="sample the seolens run with py-spy and print where its CPU goes (the sampler slows the run)",
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
 
     nginx = _ensure_nginx()
     work = Path(tempfile.mkdtemp(prefix="seolens-bench-"))
@@ -440,53 +504,52 @@ def main() -> None:
     (work / "nginx.conf").write_text(NGINX_CONF.format(work=work, port=port, site=site), encoding="utf-8")
     server = subprocess.Popen([nginx, "-c", str(work / "nginx.conf"), "-e", str(work / "nginx-error.log")])
     results: list[RunResult] = []
+    rounds: list[tuple[RunResult, RunResult]] = []
     try:
         _wait_port(port)
         log = work / "access.json"
-        if not args.skip_scrapy:
-            results.append(_run_scrapy(origin, work, log, args.scrapy_concurrency))
-            _print(results[-1])
-        if not args.skip_seolens:
-            raw = work / "py-spy.txt" if args.profile else None
-            ours = _run_seolens(
-                origin,
-                f"127.0.0.1:{port}",
-                args.pages,
-                args.workers,
-                args.concurrency,
-                work,
-                log,
-                args.max_seconds,
-                raw,
-            )
-            results.append(ours)
-            _print(ours)
-            if raw is not None:
-                per_page = 1000 / max(ours.pages, 1)
-                print("where the CPU goes (py-spy samples of the run above, which it slowed):")
-                for line in Profile.read(raw).lines(
-                    ours.own_cpu_s * per_page, ours.emulator_cpu_s * per_page
-                ):
-                    print(line)
+        for index in range(args.rounds):
+            # ABBA: Scrapy first in rounds 1, 3, ..., seolens first in rounds 2, 4, ...: a machine that speeds
+            # up or slows down through the rounds favours neither.
+            order = ("scrapy", "seolens") if index % 2 == 0 else ("seolens", "scrapy")
+            if args.rounds > 1:
+                print(f"round {index + 1} of {args.rounds}: {' then '.join(order)}")
+            done: dict[str, RunResult] = {}
+            for name in order:
+                if name == "scrapy" and not args.skip_scrapy:
+                    done[name] = _run_scrapy(origin, work, log, args.scrapy_concurrency)
+                    _print(done[name])
+                elif name == "seolens" and not args.skip_seolens:
+                    raw = work / f"py-spy-{index + 1}.txt" if args.profile else None
+                    ours = _run_seolens(
+                        origin,
+                        f"127.0.0.1:{port}",
+                        args.pages,
+                        args.workers,
+                        args.concurrency,
+                        work,
+                        log,
+                        args.max_seconds,
+                        raw,
+                    )
+                    done[name] = ours
+                    _print(ours)
+                    if raw is not None:
+                        per_page = 1000 / max(ours.pages, 1)
+                        print("where the CPU goes (py-spy samples of the run above, which it slowed):")
+                        for line in Profile.read(raw).lines(
+                            ours.own_cpu_s * per_page, ours.emulator_cpu_s * per_page
+                        ):
+                            print(line)
+            results.extend(done.values())
+            if "scrapy" in done and "seolens" in done:
+                rounds.append((done["seolens"], done["scrapy"]))
+                _print_ratios(*rounds[-1])
     finally:
         server.terminate()
         server.wait(timeout=10)
-    by_name = {r.name: r for r in results}
-    if "scrapy" in by_name and "seolens" in by_name:
-        ours, theirs = by_name["seolens"], by_name["scrapy"]
-        their_cpu = max(theirs.cpu_s / max(theirs.pages, 1), 1e-9)
-        print(
-            f"ratio seolens/scrapy: pages/s {ours.pages_per_s / max(theirs.pages_per_s, 1e-9):.2f}x (target >= 1.5)  "
-            f"own CPU/page {ours.own_cpu_s / max(ours.pages, 1) / their_cpu:.2f}x "
-            f"of Scrapy's (target <= 0.5)  peak RSS {ours.peak_rss_mb / max(theirs.peak_rss_mb, 1e-9):.2f}x"
-        )
-        event_source = ours.extra.get("event_source_cpu_s")
-        if isinstance(event_source, float | int):
-            handlers = (ours.own_cpu_s - event_source) / max(ours.pages, 1)
-            print(
-                f"                     own CPU/page without the local event source {handlers / their_cpu:.2f}x "
-                "of Scrapy's"
-            )
+    if len(rounds) > 1:
+        _print_medians(rounds)
     if args.json:
         args.json.write_text(
             json.dumps(
