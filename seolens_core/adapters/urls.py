@@ -1,10 +1,15 @@
 """UrlStore: the visited set. A URL is enqueued only by the writer whose conditional put created its item.
 
-Items are keyed by (crawl_id, url_key); `pending_crawl` exists only while a URL is queued, so a query of the
-crawl's partition filtered on it answers "is anything of this crawl still queued, delayed or suspended?"
+Items are keyed by (crawl_id, url_key); `pending_crawl` exists until a URL is done, so a query of the crawl's
+partition filtered on it answers "is anything of this crawl still queued, delayed, leased or suspended?"
 exactly. No index: a sparse one cost two write units a URL (in at the claim, out at the finish), a quarter
 of a crawl's writes; the query reads the partition (half a read unit per 4 KB) and the progress check asks
 it only when the crawl's queue counters do not already say it is running.
+
+A fetched URL is done without a write of its own: its fetch lease names the journal of its batch (`jr`), and
+the URL is done once that journal's body exists (`finish` writes it before anything is published). Every
+reader of "done" resolves `jr` (`delivery`, `pending`, `claim`): a per-URL finish was a third of a crawl's
+write units.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import asyncio
 import contextlib
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +46,7 @@ _TRANSIENT = (
     "TransactionConflict",
     "InternalServerError",
 )
-STATE_PROJECTION = "crawl_id, url_key, url_state, claimed_by, outcome, jr"
+STATE_PROJECTION = "crawl_id, url_key, url_state, claimed_by, outcome, jr, lease_until"
 """What the existence checks before a claim (and the duplicate-delivery checks) read of a URL's item."""
 SPREAD_ABOVE = 50_000
 """URLs above which `pending` reads the partition in key ranges at once: a query returns 1 MB a page, and a
@@ -71,6 +76,17 @@ class Journal:
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = loads(zlib.decompress(self.blob))
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a delivery of some URLs finds (`UrlStore.delivery`): each URL's state (`queued`, `fetching` while
+    another delivery's lease is live, `done`, absent for an unknown URL), the journal that finished each done
+    URL, and those journals still unpublished (their flush crashed: publish them, never fetch again)."""
+
+    states: dict[tuple[str, str], str]
+    parts: dict[tuple[str, str], str]
+    open: dict[tuple[str, str], Journal]
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +227,31 @@ class UrlStore:
                 self._seen.add(msg.crawl_id, msg.key, msg.parent or "seed")
                 winners.append(msg)
                 new.append(msg)
-        return Claimed(winners, new)
+        return Claimed(await self._unpublished_claims(winners, existing), new)
+
+    async def _unpublished_claims(
+        self, winners: list[FrontierMessage], items: dict[tuple[str, str], dict[str, Any]]
+    ) -> list[FrontierMessage]:
+        """`winners` without the URLs already fetched: leased with a journal whose body exists (done)."""
+        leased = {
+            (m.crawl_id, m.key): items[(m.crawl_id, m.key)]["jr"]["S"]
+            for m in winners
+            if (item := items.get((m.crawl_id, m.key))) is not None
+            and item.get("url_state", {}).get("S") == FETCHING
+            and "jr" in item
+        }
+        if not leased:
+            return winners
+        bodies = await self._bodies({(c, part) for (c, _), part in leased.items()})
+        return [m for m in winners if (m.crawl_id, leased.get((m.crawl_id, m.key), "")) not in bodies]
+
+    async def _bodies(self, parts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The journals among (crawl_id, part) whose body exists (a consistent read: it decides "done")."""
+        idents = list(dict.fromkeys(parts))
+        found = await self._get_many(
+            [(c, JOURNAL_BODY + p) for c, p in idents], projection="crawl_id, url_key"
+        )
+        return {(c, p) for c, p in idents if (c, JOURNAL_BODY + p) in found}
 
     async def _put_new_many(self, todo: Sequence[tuple[FrontierMessage, str]], now: float) -> list[bool]:
         """Create the items of `todo` where none exists yet; True where this call created it.
@@ -231,12 +271,16 @@ class UrlStore:
             # The item exists. Ours to send if this parent's own write created it: one that landed though its
             # answer was lost (the SDK retried the batch and met its own item), or the URL is never queued.
             items = await self._get_many([(todo[i][0].crawl_id, todo[i][0].key) for i in refused])
+            mine = []
             for i in refused:
                 item = items.get((todo[i][0].crawl_id, todo[i][0].key))
                 if item is None:  # gone since (expired): a put of its own decides
                     left.append(i)
-                else:
-                    won[i] = _pending_claim_of(item, todo[i][0])
+                elif _pending_claim_of(item, todo[i][0]):
+                    mine.append(todo[i][0])
+            unpublished = {(m.crawl_id, m.key) for m in await self._unpublished_claims(mine, items)}
+            for i in refused:
+                won[i] = (todo[i][0].crawl_id, todo[i][0].key) in unpublished
         # Failing after every attempt: one conditional put each (never lose a URL).
         results = await all_or_cancel(*(self._put_new(*todo[i], now) for i in left))
         for i, ok in zip(left, results, strict=True):
@@ -307,31 +351,34 @@ class UrlStore:
             return _pending_claim_of(exc.response.get("Item") or {}, msg)
         return True
 
-    async def claim_fetch(self, msg: FrontierMessage, now: float, lease_s: float) -> FetchClaim:
+    async def claim_fetch(
+        self, msg: FrontierMessage, now: float, lease_s: float, *, part: str = ""
+    ) -> FetchClaim:
         """Take the exclusive right to fetch a queued URL, as a lease that expires (a crashed worker's URL
         comes back). Otherwise say why: it is done (a duplicate: drop it) or another delivery holds a live
-        lease (come back when it ends: if that worker crashed, this copy fetches)."""
+        lease (come back when it ends: if that worker crashed, this copy fetches). `part` names the journal
+        the caller's batch will write: the URL is done once that journal's body exists (`finish`)."""
         try:
             await self._client.update_item(
-                **self._lease_update(msg, now, lease_s), ReturnValuesOnConditionCheckFailure="ALL_OLD"
+                **self._lease_update(msg, now, lease_s, part), ReturnValuesOnConditionCheckFailure="ALL_OLD"
             )
         except self._client.exceptions.ConditionalCheckFailedException as exc:
             return _refused(exc.response.get("Item") or {}, now, lease_s)
         return FetchClaim(True)
 
     async def claim_fetch_many(
-        self, asks: Sequence[tuple[FrontierMessage, float, float]]
+        self, asks: Sequence[tuple[FrontierMessage, float, float]], *, part: str = ""
     ) -> list[FetchClaim]:
         """`claim_fetch` for several URLs (message, now, lease_s) in BatchExecuteStatements: the records of a
         batch granted their slots together claim together, a write unit each. A refused condition is
         answered from the item it returns. Persistent failures, or a URL named twice, fall back to one
         `claim_fetch` each; so does a single ask."""
         if len(asks) == 1:
-            return [await self.claim_fetch(*asks[0])]
+            return [await self.claim_fetch(*asks[0], part=part)]
         answers: dict[int, FetchClaim] = {}
         first: dict[tuple[str, str], int] = {}
         leases = {
-            i: self._lease_statement(m, now, lease_s)
+            i: self._lease_statement(m, now, lease_s, part)
             for i, (m, now, lease_s) in enumerate(asks)
             if first.setdefault((m.crawl_id, m.key), i) == i
         }
@@ -342,20 +389,24 @@ class UrlStore:
         answers.update((i, _refused(item, asks[i][1], asks[i][2])) for i, item in refused.items() if item)
         for i in range(len(asks)):  # still failing, or the same URL named twice: one claim each
             if i not in answers:
-                answers[i] = await self.claim_fetch(*asks[i])
+                answers[i] = await self.claim_fetch(*asks[i], part=part)
         return [answers[i] for i in range(len(asks))]
 
-    def _lease_statement(self, msg: FrontierMessage, now: float, lease_s: float) -> dict[str, Any]:
+    def _lease_statement(
+        self, msg: FrontierMessage, now: float, lease_s: float, part: str = ""
+    ) -> dict[str, Any]:
         """`_lease_update` as a PartiQL statement (an UPDATE changes an existing item only)."""
+        journal = ' SET "jr" = ?' if part else ""
         return {
             "Statement": (
-                f'UPDATE "{self._table}" SET "url_state" = ? SET "lease_until" = ?'
+                f'UPDATE "{self._table}" SET "url_state" = ? SET "lease_until" = ?{journal}'
                 ' WHERE "crawl_id" = ? AND "url_key" = ?'
-                ' AND ("url_state" = ? OR ("url_state" = ? AND "lease_until" < ?))'
+                ' AND ("url_state" = ? OR ("url_state" = ? AND "lease_until" < ? AND "jr" IS MISSING))'
             ),
             "Parameters": [
                 {"S": FETCHING},
                 {"N": repr(now + lease_s)},
+                *([{"S": part}] if part else []),
                 {"S": msg.crawl_id},
                 {"S": msg.key},
                 {"S": QUEUED},
@@ -365,18 +416,27 @@ class UrlStore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 
-    def _lease_update(self, msg: FrontierMessage, now: float, lease_s: float) -> dict[str, Any]:
+    def _lease_update(
+        self, msg: FrontierMessage, now: float, lease_s: float, part: str = ""
+    ) -> dict[str, Any]:
+        """The lease: `queued`, or an expired lease of an older version (no `jr`); a lease that names a journal
+        is either done (the body exists) or released by `delivery` once it expired (its flush crashed)."""
+        values = {
+            ":f": {"S": FETCHING},
+            ":q": {"S": QUEUED},
+            ":l": {"N": repr(now + lease_s)},
+            ":now": {"N": repr(now)},
+        }
+        if part:
+            values[":jr"] = {"S": part}
         return {
             "TableName": self._table,
             "Key": {"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
-            "UpdateExpression": "SET url_state = :f, lease_until = :l",
-            "ConditionExpression": "url_state = :q OR (url_state = :f AND lease_until < :now)",
-            "ExpressionAttributeValues": {
-                ":f": {"S": FETCHING},
-                ":q": {"S": QUEUED},
-                ":l": {"N": repr(now + lease_s)},
-                ":now": {"N": repr(now)},
-            },
+            "UpdateExpression": "SET url_state = :f, lease_until = :l" + (", jr = :jr" if part else ""),
+            "ConditionExpression": (
+                "url_state = :q OR (url_state = :f AND lease_until < :now AND attribute_not_exists(jr))"
+            ),
+            "ExpressionAttributeValues": values,
         }
 
     async def release_fetch(self, msg: FrontierMessage) -> None:
@@ -386,10 +446,31 @@ class UrlStore:
             await self._client.update_item(
                 TableName=self._table,
                 Key={"crawl_id": {"S": msg.crawl_id}, "url_key": {"S": msg.key}},
-                UpdateExpression="SET url_state = :q REMOVE lease_until",
+                UpdateExpression="SET url_state = :q REMOVE lease_until, jr",
                 ConditionExpression="url_state = :f",
                 ExpressionAttributeValues={":f": {"S": FETCHING}, ":q": {"S": QUEUED}},
             )
+
+    async def release_lease(self, crawl_id: str, key: str, part: str, ended_by: float | None = None) -> bool:
+        """Put back to `queued` a URL whose lease names the journal `part`, unless the URL changed since: the
+        holder's record failed (the URL must not be done by that journal), or, with `ended_by`, a lease that
+        ended before then without its journal (its delivery died before its flush). False if it changed."""
+        condition = "url_state = :f AND jr = :jr"
+        values = {":f": {"S": FETCHING}, ":q": {"S": QUEUED}, ":jr": {"S": part}}
+        if ended_by is not None:
+            condition += " AND lease_until < :now"
+            values[":now"] = {"N": repr(ended_by)}
+        try:
+            await self._client.update_item(
+                TableName=self._table,
+                Key={"crawl_id": {"S": crawl_id}, "url_key": {"S": key}},
+                UpdateExpression="SET url_state = :q REMOVE lease_until, jr",
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except self._client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     async def _get_many(
         self,
@@ -433,6 +514,37 @@ class UrlStore:
         states = {ident: item.get("url_state", {}).get("S", "") for ident, item in items.items()}
         journals = {ident: item["jr"]["S"] for ident, item in items.items() if "jr" in item}
         return states, journals
+
+    async def delivery(self, messages: Iterable[FrontierMessage], now: float) -> Delivery:
+        """The state of each message's URL for a delivery: one consistent read of the URLs, and one of the
+        journals their leases or finishes name. A URL leased with a journal whose body exists is done; one
+        whose lease ended without it was leased by a delivery that died before its flush, and is put back to
+        `queued` here (so that a deferral keeps it pending and the lease can be taken again)."""
+        idents = list(dict.fromkeys((m.crawl_id, m.key) for m in messages))
+        items = await self._get_many(idents)
+        states = {ident: item.get("url_state", {}).get("S", "") for ident, item in items.items()}
+        parts = {ident: item["jr"]["S"] for ident, item in items.items() if "jr" in item}
+        if not parts:
+            return Delivery(states, {}, {})
+        named = list(dict.fromkeys((c, part) for (c, _), part in parts.items()))
+        keys = [(c, JOURNAL_MARK + p) for c, p in named] + [(c, JOURNAL_BODY + p) for c, p in named]
+        journals = await self._get_many(keys, projection=None)
+        open_: dict[tuple[str, str], Journal] = {}
+        for c, p in named:
+            body = journals.get((c, JOURNAL_BODY + p))
+            if body is not None and (c, JOURNAL_MARK + p) in journals:
+                open_[(c, p)] = Journal(c, p, bytes(body["blob"]["B"]))
+        for ident, part in list(parts.items()):
+            if states.get(ident) != FETCHING:
+                continue
+            if (ident[0], JOURNAL_BODY + part) in journals:
+                states[ident] = DONE  # fetched: its batch's journal holds it
+                continue
+            del parts[ident]
+            lease_until = float(items[ident].get("lease_until", {}).get("N", "inf"))
+            if lease_until < now and await self.release_lease(*ident, part, ended_by=now):
+                states[ident] = QUEUED
+        return Delivery(states, parts, open_)
 
     async def unpublished(self, parts: Iterable[tuple[str, str]]) -> list[Journal]:
         """The journals among (crawl_id, part) whose marker still exists: their flush did not complete."""
@@ -486,18 +598,21 @@ class UrlStore:
         done: Sequence[tuple[FrontierMessage, str, str]],
         now: float,
         journals: Sequence[Journal] = (),
+        leased: Collection[tuple[str, str]] = (),
     ) -> set[str]:
         """Mark URLs done with their outcome: (message, host, outcome). Idempotent overwrite, 25 per call.
         With `journals` (one per crawl), each journal's marker and body are written first, and only once both
         have landed the crawl's URLs, pointing to it (`jr`); returns the crawls whose journal was stored (small
         enough). BatchWriteItem is not atomic: a done URL whose journal had not landed would be taken for
         published on its redelivery, and its page lost; a marker whose body did not land is closed by the
-        progress check (`drop_journal`), nothing pointing to it."""
+        progress check (`drop_journal`), nothing pointing to it. A URL in `leased` (crawl_id, key) was leased
+        naming its crawl's journal: once that journal is stored the URL is done without a write."""
         # One write per key: a batch may carry two messages of one URL (a re-sent child, a duplicate
         # delivery), and BatchWriteItem rejects a request that names a key twice.
         unique = {(m.crawl_id, m.key): (m, host, outcome) for m, host, outcome in done}
         stored: dict[str, str] = {}
-        journal_items: list[dict[str, Any]] = []
+        markers: list[dict[str, Any]] = []
+        bodies: list[dict[str, Any]] = []
         for j in journals:
             blob = j.blob
             if len(blob) > JOURNAL_MAX_BYTES or j.crawl_id in stored:
@@ -506,14 +621,20 @@ class UrlStore:
             base = {"crawl_id": {"S": j.crawl_id}, "expires_at": {"N": str(int(now) + TTL_SECONDS)}}
             marker = {**base, "url_key": {"S": JOURNAL_MARK + j.part}, "pending_crawl": {"S": j.crawl_id}}
             body = {**base, "url_key": {"S": JOURNAL_BODY + j.part}, "blob": {"B": blob}}
-            journal_items += [{"PutRequest": {"Item": marker}}, {"PutRequest": {"Item": body}}]
+            markers.append({"PutRequest": {"Item": marker}})
+            bodies.append({"PutRequest": {"Item": body}})
         requests: list[dict[str, Any]] = []
         for m, host, outcome in unique.values():
+            if m.crawl_id in stored and stored[m.crawl_id] and (m.crawl_id, m.key) in leased:
+                continue  # its lease names the journal just written: done
             item = self._item(m, host, now, done_outcome=outcome)
             if m.crawl_id in stored:
                 item["jr"] = {"S": stored[m.crawl_id]}
             requests.append({"PutRequest": {"Item": item}})
-        await self._write_all(journal_items)
+        # The marker before the body: a body is what makes the URLs its leases name done, so it must never
+        # exist without the marker that says it is not published yet.
+        await self._write_all(markers)
+        await self._write_all(bodies)
         await self._write_all(requests)
         return set(stored)
 
@@ -543,19 +664,30 @@ class UrlStore:
         self, crawl_id: str, limit: int = 1000, urls_hint: int = 0, not_crawled: bool = False
     ) -> tuple[list[PendingUrl], bool]:
         """Queued URLs of a crawl (up to `limit`, in key order) and whether more exist: the crawl's partition,
-        filtered on `pending_crawl` (an unpublished journal's marker carries it too, with no URL). A crawl of
-        more than `SPREAD_ABOVE` URLs (`urls_hint`) is read in its 17 key ranges at once. `not_crawled` adds
-        the URLs finished without a fetch because the crawl was stopping (`NOT_CRAWLED_OUTCOMES`)."""
+        filtered on `pending_crawl` (an unpublished journal's marker carries it too, with no URL), without the
+        leased URLs whose journal body exists (fetched: done without a write of their own). A crawl of more
+        than `SPREAD_ABOVE` URLs (`urls_hint`) is read in its 17 key ranges at once. `not_crawled` adds the
+        URLs finished without a fetch because the crawl was stopping (`NOT_CRAWLED_OUTCOMES`)."""
+        bodies: dict[tuple[str, str], bool] = {}
         if urls_hint <= SPREAD_ABOVE:
-            return await self._pending_in(crawl_id, "", limit, not_crawled)
-        ranges = await all_or_cancel(*(self._pending_in(crawl_id, p, limit, not_crawled) for p in KEY_RANGES))
+            return await self._pending_in(crawl_id, "", limit, not_crawled, bodies)
+        ranges = await all_or_cancel(
+            *(self._pending_in(crawl_id, p, limit, not_crawled, bodies) for p in KEY_RANGES)
+        )
         out = [url for found, _ in ranges for url in found]
         return out[:limit], len(out) > limit or any(more for _, more in ranges)
 
     async def _pending_in(
-        self, crawl_id: str, prefix: str, limit: int, not_crawled: bool = False
+        self,
+        crawl_id: str,
+        prefix: str,
+        limit: int,
+        not_crawled: bool = False,
+        bodies: dict[tuple[str, str], bool] | None = None,
     ) -> tuple[list[PendingUrl], bool]:
-        """`pending` among the keys starting with `prefix` (all of them for "")."""
+        """`pending` among the keys starting with `prefix` (all of them for ""); `bodies` remembers which
+        journals were found to exist, across the calls of one `pending`."""
+        known = bodies if bodies is not None else {}
         out: list[PendingUrl] = []
         values = {":c": {"S": crawl_id}}
         condition = "crawl_id = :c"
@@ -571,13 +703,29 @@ class UrlStore:
             "TableName": self._table,
             "KeyConditionExpression": condition,
             "FilterExpression": wanted,
-            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until",
+            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until, jr",
             "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
             "ExpressionAttributeValues": values,
         }
         while True:
             resp = await self._client.query(**kwargs)
-            for item in resp.get("Items", []):
+            items = resp.get("Items", [])
+            leased = {
+                (crawl_id, item["jr"]["S"])
+                for item in items
+                if "jr" in item and "pending_crawl" in item and item.get("url_state", {}).get("S") == FETCHING
+            }
+            asked = [part for part in leased if part not in known]
+            if asked:
+                found = await self._bodies(asked)
+                known.update((part, part in found) for part in asked)
+            for item in items:
+                if (
+                    "jr" in item
+                    and item.get("url_state", {}).get("S") == FETCHING
+                    and known.get((crawl_id, item["jr"]["S"]))
+                ):
+                    continue  # fetched: its batch's journal is written
                 out.append(
                     PendingUrl(
                         url=item.get("url", {}).get("S", ""),
@@ -598,22 +746,39 @@ class UrlStore:
             kwargs["ExclusiveStartKey"] = last
 
     async def outcomes(self, crawl_id: str) -> dict[str, int]:
-        """Count URLs by outcome (report time; a paginated query over the crawl's partition)."""
+        """Count URLs by outcome (a paginated query over the crawl's partition); a URL done by its lease's
+        journal counts with the outcome of its page row there (the journal is read)."""
         counts: dict[str, int] = {}
+        by_journal: dict[str, set[str]] = {}
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "crawl_id = :c",
             "ExpressionAttributeValues": {":c": {"S": crawl_id}},
-            "ProjectionExpression": "url_key, url_state, outcome",
+            "ProjectionExpression": "url_key, url_state, outcome, jr, #u",
+            "ExpressionAttributeNames": {"#u": "url"},
         }
         while True:
             resp = await self._client.query(**kwargs)
             for item in resp.get("Items", []):
                 if item.get("url_key", {}).get("S", "").startswith("~"):
                     continue  # a journal item, not a URL
+                if item.get("url_state", {}).get("S") == FETCHING and "jr" in item:
+                    by_journal.setdefault(item["jr"]["S"], set()).add(item.get("url", {}).get("S", ""))
+                    continue
                 name = item.get("outcome", {}).get("S") or item.get("url_state", {}).get("S", "unknown")
                 counts[name] = counts.get(name, 0) + 1
             last = resp.get("LastEvaluatedKey")
             if not last:
-                return counts
+                break
             kwargs["ExclusiveStartKey"] = last
+        bodies = await self._get_many(
+            [(crawl_id, JOURNAL_BODY + part) for part in by_journal], projection=None
+        )
+        for part, urls in by_journal.items():
+            body = bodies.get((crawl_id, JOURNAL_BODY + part))
+            rows = Journal(crawl_id, part, bytes(body["blob"]["B"])).body().get("pages", []) if body else []
+            outcome_of = {row.get("url"): row.get("outcome") for row in rows}
+            for url in urls:
+                name = outcome_of.get(url) or FETCHING
+                counts[name] = counts.get(name, 0) + 1
+        return counts

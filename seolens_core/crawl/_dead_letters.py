@@ -68,14 +68,13 @@ class DeadLetterDrain:
             record = await s.crawls.get(msg.crawl_id)
         except CrawlNotFound:
             return "unknown_crawl"  # as in the worker: a deleted crawl has nothing to record it against
-        states, parts = await s.urls.states_and_journals([msg])
+        found = await s.urls.delivery([msg], s.clock())
         ident = (msg.crawl_id, msg.key)
-        if states.get(ident) == DONE:
-            part = parts.get(ident)
-            journals = await s.urls.unpublished([(msg.crawl_id, part)]) if part else []
-            if not journals:
+        if found.states.get(ident) == DONE:
+            journal = found.open.get((msg.crawl_id, found.parts.get(ident, "")))
+            if journal is None:
                 return "duplicate"
-            await self.publish(journals[0])
+            await self.publish(journal)
             return "republished"
         settings = record.settings
         active = not record.status.terminal and record.status is not CrawlStatus.FINISHING

@@ -13,7 +13,7 @@ import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -162,9 +162,15 @@ class PageWorker:
         `ends_at` (clock time): when the invocation is killed; records that could not finish by then go back."""
         return BatchRun(self, records, ends_at)
 
-    async def flush(self, contributions: Sequence[Contribution]) -> None:
-        """Write one batch: first the URL items (done) with a journal of everything the batch publishes, then
-        the result parts and messages, then the counters with the journal's close (one transaction). A crash
+    async def flush(
+        self,
+        contributions: Sequence[Contribution],
+        journal: str | None = None,
+        leased: Collection[tuple[str, str]] = (),
+    ) -> None:
+        """Write one batch: first a journal of everything the batch publishes with the URL items it finished
+        (done; the URLs in `leased` were leased naming `journal` and need no write of their own), then the
+        result parts and messages, then the counters with the journal's close (one transaction). A crash
         after the first write is repaired by whichever delivery finds the journal open (`BatchRun`)."""
         part = part_id(self.s.clock())
         by_crawl_pages: dict[str, list[dict[str, Any]]] = {}
@@ -189,10 +195,16 @@ class PageWorker:
                 for m, _, _ in c.finished:  # a finished URL leaves its depth's queue
                     bucket[m.queue_counter] = bucket.get(m.queue_counter, 0) - 1
         await self._claim_discovered(contributions, outgoing, counters)
-        journals = _journals(part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
+        if journal is not None:
+            # A record that failed after its lease contributes nothing: its URL must not become done with
+            # this journal, so it goes back to `queued` for the retried record.
+            stray = set(leased) - {(m.crawl_id, m.key) for m, _, _ in finished}
+            await all_or_cancel(*(self.s.urls.release_lease(*ident, journal) for ident in sorted(stray)))
+            leased = set(leased) - stray
+        journals = _journals(journal or part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
         now = self.s.clock()
         journaled = await self.s.urls.finish(
-            [f for f in finished if f[0].crawl_id in journals], now, list(journals.values())
+            [f for f in finished if f[0].crawl_id in journals], now, list(journals.values()), leased
         )
         # An earlier delivery's flush that crashed after its first write: its parts go out with this one's.
         replay_journals(list(republish.values()), by_crawl_pages, by_crawl_links, outgoing)
@@ -378,6 +390,10 @@ class BatchRun:
         self._commit: BatchCommit | None = None
         self._messages: dict[str, FrontierMessage] = {}
         self._states: dict[tuple[str, str], str] = {}
+        self._journal = part_id(worker.s.clock())
+        """The journal this batch's flush writes: its leases name it, so a fetched URL is done once it exists."""
+        self._leased: set[tuple[str, str]] = set()
+        """URLs this batch leased and still holds (their flush writes no item of their own)."""
         self._bodies = list(records)
         self.outcomes: Counter[str] = Counter()
         self._extra_copies: set[str] = set()
@@ -389,7 +405,7 @@ class BatchRun:
         self._changed = asyncio.Event()
         self._resends = SendGroup(worker.s.queue)
         self._claims: CallGroup[tuple[FrontierMessage, float, float], FetchClaim] = CallGroup(
-            worker.s.urls.claim_fetch_many, CLAIM_WINDOW_S
+            functools.partial(worker.s.urls.claim_fetch_many, part=self._journal), CLAIM_WINDOW_S
         )
         """Records granted their slots together (one coalesced reservation) claim their URLs in one call."""
         self._units: dict[str, int] = {}
@@ -416,13 +432,10 @@ class BatchRun:
         budgeted = {m.crawl_id for m in parsed if not m.check_only}
         reserving = asyncio.gather(*(self._reserve_ahead(c) for c in budgeted))
         try:
-            self._states, parts = await urls.states_and_journals(parsed)
+            found = await urls.delivery(parsed, self._w.s.clock())
         finally:
             await reserving
-        done_parts = {(c, p) for (c, k), p in parts.items() if self._states.get((c, k)) == DONE}
-        if done_parts:  # only on redelivery: were those flushes completed?
-            self._open = {(j.crawl_id, j.part): j for j in await urls.unpublished(done_parts)}
-            self._journal_of = parts
+        self._states, self._open, self._journal_of = found.states, found.open, found.parts
 
     async def handle(self, message_id: str, body: str) -> str:
         """Process one record; raises when it must be retried (the batch processor reports it as failed)."""
@@ -511,7 +524,10 @@ class BatchRun:
         self._units.clear()
         # Every record is done: the slots kept for a next request go back with the batch's writes, and go
         # back even when the writes fail (a frozen container holding them would slow the host's other workers).
-        await all_settled(self._w.s.pacing.settle(), self._w.flush([*contributions, *unused]))
+        await all_settled(
+            self._w.s.pacing.settle(),
+            self._w.flush([*contributions, *unused], self._journal, frozenset(self._leased)),
+        )
 
     async def _defer(
         self,
@@ -532,7 +548,7 @@ class BatchRun:
         expires). Meanwhile the batch's own records use the host's next slots. A re-send that fails goes
         with the flush too."""
         if claimed:
-            await self._w.s.urls.release_fetch(msg)
+            await self._release(msg)
         c.count("n_deferred")
         outgoing = Outgoing(msg, until)
         if self._requesting:
@@ -547,6 +563,11 @@ class BatchRun:
         finally:
             self._early_sends -= 1
             self._changed.set()
+
+    async def _release(self, msg: FrontierMessage) -> None:
+        """Give back the lease this batch took on `msg`'s URL."""
+        self._leased.discard((msg.crawl_id, msg.key))
+        await self._w.s.urls.release_fetch(msg)
 
     async def _before_request(self) -> None:
         """Before the batch's first request: no re-send leaves from now on until the flush, and the request waits
@@ -654,6 +675,8 @@ class BatchRun:
             claim = await self._claims.call(
                 (msg, s.clock(), settings.fetch.total_timeout_s + FETCH_LEASE_MARGIN_S)
             )
+            if claim.granted:
+                self._leased.add((msg.crawl_id, msg.key))
             return claim.granted
 
         outcome = await self._fetch_claimed(msg, c, ctx, url, answer.crawl_delay_s, take_claim, lambda: claim)
@@ -735,7 +758,7 @@ class BatchRun:
             await s.pacing.release(slot, result, waf, s.clock())
         if row is None:
             backoff = min(300.0, 5 * 3**msg.tries * (1 + s.rng.random()))
-            await s.urls.release_fetch(msg)
+            await self._release(msg)
             c.outgoing.append(Outgoing(replace(msg, tries=msg.tries + 1), s.clock() + backoff))
             c.count("n_retried")
             return "retry"

@@ -142,6 +142,29 @@ def test_a_done_url_whose_flush_crashed_gets_its_journal_published(
     assert counters.get("n_fetched") == 1 and counters.get("q1") == 0  # applied once
 
 
+def test_a_url_done_by_its_leases_journal_is_published_not_dead_lettered(
+    app: Container, control_cloud: LocalCloud
+) -> None:
+    """The lease named the batch's journal, the flush stored it (no URL item of its own) and died: a dead-
+    lettered copy publishes the journal, and the URL is never finished as a dead letter."""
+    crawl_id = _crawl(app, dead_letter_redrives=0)
+    msg = _queued(app, crawl_id, "/leased")
+    child_url = f"{SITE}/leased-child"
+    journal = _fetched_journal(msg, child_url, "0000000000002-lease")
+    assert app.run(app.urls.claim_fetch(msg, time.time(), 90.0, part=journal.part)).granted
+    app.run(
+        app.urls.finish(
+            [(msg, "http://dead.test", "fetched")], time.time(), [journal], leased={(crawl_id, msg.key)}
+        )
+    )
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "republished"
+    assert app.run(app.dead_letter_drain.handle("m1", msg.to_json())) == "duplicate"
+    assert [r["url"] for r in _rows(app, crawl_id, "pages")] == [msg.url]
+    assert [m["url"] for m in _frontier(control_cloud, crawl_id)] == [child_url]
+    assert app.run(app.urls.pending(crawl_id))[0] == []
+    assert app.run(app.urls.outcomes(crawl_id)) == {"fetched": 1}
+
+
 def test_a_journal_nothing_points_to_any_more_is_published_by_the_progress_check(
     app: Container, control_cloud: LocalCloud
 ) -> None:

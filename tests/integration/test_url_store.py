@@ -590,3 +590,85 @@ def test_two_or_more_writes_share_a_batch_and_one_goes_alone(moto_server: Embedd
         ], client.calls
 
     _run_on_table(moto_server, scenario)
+
+
+def test_a_fetched_url_is_done_by_its_leases_journal_without_a_write_of_its_own(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """The lease names the batch's journal; `finish` writes the journal and no item for the leased URL, which
+    every reader then takes for done: the delivery check, the pending query, a retried parent's claim."""
+
+    async def scenario(client: Any, table: str) -> None:
+        store = UrlStore(client, table)
+        msg, other = _msg("/leased"), _msg("/other")
+        await store.claim([msg, other], ["h", "h"], 0.0)
+        assert (await store.claim_fetch(msg, 1.0, 30.0, part="b-1")).granted
+        in_flight, _ = await store.pending(CRAWL)
+        assert {p.key: p.leased_until for p in in_flight} == {msg.key: 31.0, other.key: None}
+        assert (await store.delivery([msg], 2.0)).states == {(CRAWL, msg.key): FETCHING}
+
+        body = {
+            "pages": [{"url": msg.url, "outcome": "fetched"}],
+            "links": [],
+            "outgoing": [],
+            "counters": {},
+        }
+        journal = Journal.build(CRAWL, "b-1", body)
+        writes: list[list[str]] = []
+        real = client.batch_write_item
+
+        async def counting(**kwargs: Any) -> Any:
+            requests = [r for v in kwargs["RequestItems"].values() for r in v]
+            writes.append([r["PutRequest"]["Item"]["url_key"]["S"] for r in requests])
+            return await real(**kwargs)
+
+        client.batch_write_item = counting
+        try:
+            done = [(msg, "h", "fetched")]
+            assert await store.finish(done, 3.0, [journal], leased={(CRAWL, msg.key)}) == {CRAWL}
+        finally:
+            del client.batch_write_item
+        # The marker, then the body (a body without its marker would read as published), and no URL item.
+        assert writes == [["~j-b-1"], ["~b-b-1"]]
+        assert await _state(client, table, msg) == FETCHING
+
+        found = await store.delivery([msg], 4.0)  # lease still live, journal open: done, and to publish
+        assert found.states == {(CRAWL, msg.key): DONE}
+        assert found.parts == {(CRAWL, msg.key): "b-1"} and list(found.open) == [(CRAWL, "b-1")]
+        pending, _ = await store.pending(CRAWL)
+        assert sorted(p.key for p in pending) == sorted([other.key, "~j-b-1"])
+
+        await client.delete_item(TableName=table, Key={"crawl_id": {"S": CRAWL}, "url_key": {"S": "~j-b-1"}})
+        found = await store.delivery([msg], 100.0)  # published, lease ended: still done, nothing to publish
+        assert found.states == {(CRAWL, msg.key): DONE} and found.open == {}
+        assert [p.key for p in (await store.pending(CRAWL))[0]] == [other.key]
+        assert (await store.claim([msg, other], ["h", "h"], 5.0)).send == [other]  # the parent retried
+        assert await store.outcomes(CRAWL) == {"fetched": 1, "queued": 1}
+
+    _run_on_table(moto_server, scenario)
+
+
+def test_a_lease_whose_delivery_died_before_its_journal_is_released_and_taken_again(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """No journal body and the lease ended: the delivery died before its flush. The next delivery puts the URL
+    back to queued (pending, leasable); while the lease lives it stays leased elsewhere; a lease naming a
+    journal is never taken over by the lease's condition alone."""
+
+    async def scenario(client: Any, table: str) -> None:
+        store = UrlStore(client, table)
+        msg, untouched = _msg("/died"), _msg("/untouched")
+        await store.claim([msg, untouched], ["h", "h"], 0.0)
+        for m in (msg, untouched):
+            assert (await store.claim_fetch(m, 1.0, 30.0, part="dead")).granted
+        assert (await store.delivery([msg], 10.0)).states == {(CRAWL, msg.key): FETCHING}
+        refused = await store.claim_fetch(untouched, 40.0, 30.0, part="b-2")  # ended, but names a journal
+        assert not refused.granted and refused.held_until == 31.0
+        assert [p.key for p in (await store.pending(CRAWL))[0] if p.key == untouched.key] == [untouched.key]
+
+        found = await store.delivery([msg], 40.0)
+        assert found.states == {(CRAWL, msg.key): QUEUED} and found.parts == {}
+        assert await _state(client, table, msg) == QUEUED
+        assert (await store.claim_fetch(msg, 41.0, 30.0, part="b-2")).granted
+
+    _run_on_table(moto_server, scenario)

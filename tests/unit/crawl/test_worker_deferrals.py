@@ -21,7 +21,7 @@ import pytest
 
 from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.adapters.frontier_queue import MAX_SQS_DELAY_S, Outgoing
-from seolens_core.adapters.urls import Claimed, FetchClaim, Journal
+from seolens_core.adapters.urls import Claimed, Delivery, FetchClaim, Journal
 from seolens_core.crawl import PageWorker, RobotsAnswer, Ticket, Wait, WorkerServices
 from seolens_core.crawl._worker import BUDGET_RECHECK_S, FETCH_LEASE_MARGIN_S, bfs_hold_s
 from seolens_core.fetch import FetchResult
@@ -56,14 +56,14 @@ class _Urls:
     def __init__(self, log: _Log) -> None:
         self.log = log
 
-    async def states_and_journals(self, messages: Any) -> tuple[dict[Any, str], dict[Any, str]]:
-        return {}, {}
+    async def delivery(self, messages: Any, now: float) -> Delivery:
+        return Delivery({}, {}, {})
 
     def claimed_elsewhere(self, crawl_id: str, key: str, claimer: str) -> bool:
         return False
 
     async def claim_fetch_many(
-        self, items: Sequence[tuple[FrontierMessage, float, float]]
+        self, items: Sequence[tuple[FrontierMessage, float, float]], *, part: str = ""
     ) -> list[FetchClaim]:
         self.log.add("claim", [m.url for m, _, _ in items])
         return [FetchClaim(True) for _ in items]
@@ -74,8 +74,14 @@ class _Urls:
     async def claim(self, messages: Sequence[FrontierMessage], *_: Any, **__: Any) -> Claimed:
         return Claimed([], [])
 
-    async def finish(self, done: Sequence[Any], now: float, journals: Sequence[Journal] = ()) -> set[str]:
-        if done:
+    async def release_lease(self, crawl_id: str, key: str, part: str, ended_by: float | None = None) -> bool:
+        self.log.add("release", [key])
+        return True
+
+    async def finish(
+        self, done: Sequence[Any], now: float, journals: Sequence[Journal] = (), leased: Any = ()
+    ) -> set[str]:
+        if done:  # the journal and the URL items it does not cover: the batch's first write
             self.log.add("finish", [m.url for m, _, _ in done])
         return {j.crawl_id for j in journals}  # stored with the URLs (small enough)
 
@@ -748,3 +754,51 @@ def test_kept_slots_go_back_even_when_the_batchs_writes_fail() -> None:
         assert settled == ["back"]
 
     asyncio.run(main())
+
+
+class _Blowing(_Fetcher):
+    """`/boom` fails after its URL was leased (an exception, not a fetch result): its record fails."""
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        headers: Any = None,
+        method: str = "GET",
+        may_send: Callable[[], Awaitable[bool]] | None = None,
+    ) -> FetchResult:
+        if url.endswith("/boom"):
+            raise RuntimeError("the record fails after its lease")
+        return await super().fetch(url, headers=headers, method=method, may_send=may_send)
+
+
+def test_a_lease_whose_record_failed_goes_back_before_the_journal_that_would_make_it_done() -> None:
+    log = _Log()
+    finished: list[Any] = []
+
+    async def main() -> list[Any]:
+        claimed = asyncio.Event()
+        services = _services(log, _Pacing(None, grant_all=True), lambda s, p: _Blowing(claimed, log))
+        real_finish = services.urls.finish
+
+        async def finish(done: Sequence[Any], now: float, journals: Any = (), leased: Any = ()) -> set[str]:
+            finished.append(sorted(leased))
+            return await real_finish(done, now, journals, leased)
+
+        services.urls.finish = finish  # type: ignore[method-assign]
+        bodies = [
+            (f"m{i}", FrontierMessage("c1", SITE + p, url_key_hex(SITE + p), 1).to_json())
+            for i, p in enumerate(["/ok", "/boom"])
+        ]
+        batch = PageWorker(services).batch(bodies, None)
+        return await asyncio.gather(
+            *(batch.handle(mid, body) for mid, body in bodies), return_exceptions=True
+        )
+
+    answers = asyncio.run(main())
+    assert answers[0] == "fetched" and isinstance(answers[1], RuntimeError)
+    kinds = [kind for kind, _ in log.events]
+    boom = url_key_hex(SITE + "/boom")
+    assert ("release", [boom]) in log.events and kinds.index("release") < kinds.index("finish"), log.events
+    assert ("finish", ["/ok"]) in log.events
+    assert finished == [[("c1", url_key_hex(SITE + "/ok"))]]  # done by the journal; /boom given back first
