@@ -53,6 +53,8 @@ SPREAD_ABOVE = 50_000
 million URLs (~250 MB) one page after the other outlast the progress function's 30 s."""
 KEY_RANGES = (*"0123456789abcdef", "~")
 """The first characters of every sort key: hex url_keys, then the journals' items."""
+JOURNALED_MAX = 200_000
+"""Journals a store remembers to have their body (`UrlStore._bodies`) before it forgets them all."""
 JOURNAL_MAX_BYTES = 300_000
 """Compressed journal bodies above this are not stored (the batch then publishes before it finishes)."""
 
@@ -156,6 +158,10 @@ class UrlStore:
         self._client = client
         self._table = table
         self._seen = seen if seen is not None else SeenCache()
+        self._journaled: set[tuple[str, str]] = set()
+        """Journals found to have their body: a body is never deleted (it expires with its crawl), so the URLs
+        a lease of it names are done for good and it is not read again (a warm progress check reads each
+        journal of a crawl once)."""
 
     def claimed_elsewhere(self, crawl_id: str, key: str, claimer: str) -> bool:
         """Known here to exist, claimed by another parent than `claimer`: `claim` would skip it unasked."""
@@ -245,13 +251,22 @@ class UrlStore:
         bodies = await self._bodies({(c, part) for (c, _), part in leased.items()})
         return [m for m in winners if (m.crawl_id, leased.get((m.crawl_id, m.key), "")) not in bodies]
 
-    async def _bodies(self, parts: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
-        """The journals among (crawl_id, part) whose body exists (a consistent read: it decides "done")."""
+    async def _bodies(
+        self, parts: Iterable[tuple[str, str]], *, consistent: bool = True
+    ) -> set[tuple[str, str]]:
+        """The journals among (crawl_id, part) whose body exists. A caller for whom a journal missed by a stale
+        read only means "ask again later" (the drain check) reads eventually consistent: half the units."""
         idents = list(dict.fromkeys(parts))
-        found = await self._get_many(
-            [(c, JOURNAL_BODY + p) for c, p in idents], projection="crawl_id, url_key"
-        )
-        return {(c, p) for c, p in idents if (c, JOURNAL_BODY + p) in found}
+        known = {ident for ident in idents if ident in self._journaled}
+        asked = [(c, JOURNAL_BODY + p) for c, p in idents if (c, p) not in known]
+        if asked:
+            found = await self._get_many(asked, projection="crawl_id, url_key", consistent=consistent)
+            if len(self._journaled) > JOURNALED_MAX:
+                self._journaled.clear()
+            for c, key in found:
+                self._journaled.add((c, key[len(JOURNAL_BODY) :]))
+                known.add((c, key[len(JOURNAL_BODY) :]))
+        return known
 
     async def _put_new_many(self, todo: Sequence[tuple[FrontierMessage, str]], now: float) -> list[bool]:
         """Create the items of `todo` where none exists yet; True where this call created it.
@@ -716,8 +731,8 @@ class UrlStore:
                 if "jr" in item and "pending_crawl" in item and item.get("url_state", {}).get("S") == FETCHING
             }
             asked = [part for part in leased if part not in known]
-            if asked:
-                found = await self._bodies(asked)
+            if asked:  # a stale miss leaves the URL pending until the next check: never drained too early
+                found = await self._bodies(asked, consistent=False)
                 known.update((part, part in found) for part in asked)
             for item in items:
                 if (
