@@ -24,6 +24,7 @@ from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import DONE, FetchClaim, Journal, UrlStore
 from seolens_core.audit import detect_waf
 from seolens_core.crawl._commit import BatchCommit, Contribution
+from seolens_core.crawl._link_columns import decode_links, encode_links
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
 from seolens_core.crawl._pacing import PacedFetch, Unclaimed, paced_fetch
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
@@ -277,7 +278,10 @@ def replay_journals(
     for j in journals:
         body = j.body()
         pages.setdefault(j.crawl_id, []).extend(body.get("pages", []))
-        links.setdefault(j.crawl_id, []).extend(body.get("links", []))
+        columns = body.get("link_columns")  # journals written before 2026-12-05 hold "links" as rows
+        links.setdefault(j.crawl_id, []).extend(
+            body.get("links", []) if columns is None else decode_links(columns)
+        )
         outgoing.extend(Outgoing(FrontierMessage.from_json(m), float(t)) for m, t in body.get("outgoing", []))
 
 
@@ -306,7 +310,7 @@ def _journals(
     for cid in crawls:
         body = {
             "pages": _strip_internal(pages.get(cid, [])),
-            "links": _strip_internal(links.get(cid, [])),
+            "link_columns": encode_links(_strip_internal(links.get(cid, []))),
             "outgoing": [[o.message.to_json(), o.not_before] for o in outgoing if o.message.crawl_id == cid],
             "counters": counters.get(cid, {}),
         }

@@ -8,7 +8,7 @@ URLS = "seolens-UrlsTable-ABC123"
 
 
 def test_a_partiql_batch_is_named_by_its_statements_and_bills_one_item_each() -> None:
-    statements = [{"Statement": f'INSERT INTO "{URLS}" VALUE {{\'crawl_id\': ?}}'}] * 3 + [
+    statements = [{"Statement": f"INSERT INTO \"{URLS}\" VALUE {{'crawl_id': ?}}"}] * 3 + [
         {"Statement": f'UPDATE "{URLS}" SET "url_state" = ? WHERE "crawl_id" = ?'}
     ]
     name, items = purpose("BatchExecuteStatement", {"Statements": statements})
