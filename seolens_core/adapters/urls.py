@@ -61,10 +61,11 @@ JOURNAL_MAX_BYTES = 300_000
 
 @dataclass(frozen=True, slots=True)
 class Journal:
-    """What one flush publishes for one crawl (`body`: pages, links, outgoing, counters), stored in the same
-    BatchWriteItem that marks its URLs done, so a crash before publication is repaired by republishing it
-    instead of fetching again. The marker item carries `pending_crawl`, so the crawl is not drained while
-    a journal is unpublished; it is deleted together with the counter update (counters applied once)."""
+    """What one flush publishes for one crawl (`body`: pages, link columns, outgoing, counters), stored before
+    the flush publishes anything: its body makes done the URLs whose leases name it, so a crash before
+    publication is repaired by republishing it instead of fetching again. The marker item carries
+    `pending_crawl`, so the crawl is not drained while a journal is unpublished; it is deleted together with
+    the counter update (counters applied once)."""
 
     crawl_id: str
     part: str
