@@ -518,18 +518,8 @@ class UrlStore:
         return found
 
     async def states(self, messages: Iterable[FrontierMessage]) -> dict[tuple[str, str], str]:
-        """url_state by (crawl_id, key): used to skip a message whose URL is already done (duplicate delivery)."""
-        return (await self.states_and_journals(messages))[0]
-
-    async def states_and_journals(
-        self, messages: Iterable[FrontierMessage]
-    ) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
-        """url_state by (crawl_id, key), and for done URLs the journal part of the flush that finished them."""
-        idents = list(dict.fromkeys((m.crawl_id, m.key) for m in messages))
-        items = await self._get_many(idents)
-        states = {ident: item.get("url_state", {}).get("S", "") for ident, item in items.items()}
-        journals = {ident: item["jr"]["S"] for ident, item in items.items() if "jr" in item}
-        return states, journals
+        """Each URL's state as `delivery` sees it, releasing nothing (every lease reads as still running)."""
+        return (await self.delivery(messages, now=0.0)).states
 
     async def delivery(self, messages: Iterable[FrontierMessage], now: float) -> Delivery:
         """The state of each message's URL for a delivery: one consistent read of the URLs, and one of the
@@ -641,7 +631,7 @@ class UrlStore:
             bodies.append({"PutRequest": {"Item": body}})
         requests: list[dict[str, Any]] = []
         for m, host, outcome in unique.values():
-            if m.crawl_id in stored and stored[m.crawl_id] and (m.crawl_id, m.key) in leased:
+            if m.crawl_id in stored and (m.crawl_id, m.key) in leased:
                 continue  # its lease names the journal just written: done
             item = self._item(m, host, now, done_outcome=outcome)
             if m.crawl_id in stored:

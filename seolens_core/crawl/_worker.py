@@ -199,9 +199,10 @@ class PageWorker:
         if journal is not None:
             # A record that failed after its lease contributes nothing: its URL must not become done with
             # this journal, so it goes back to `queued` for the retried record.
-            stray = set(leased) - {(m.crawl_id, m.key) for m, _, _ in finished}
+            leased = set(leased)
+            stray = leased - {(m.crawl_id, m.key) for m, _, _ in finished}
             await all_or_cancel(*(self.s.urls.release_lease(*ident, journal) for ident in sorted(stray)))
-            leased = set(leased) - stray
+            leased -= stray
         journals = _journals(journal or part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
         now = self.s.clock()
         journaled = await self.s.urls.finish(

@@ -196,8 +196,8 @@ def test_journal_keeps_the_crawl_pending_until_closed_and_counts_once(moto_serve
             }
             journal = Journal.build(CRAWL, "part-1", body)
             assert await store.finish([(msg, "h", "fetched")], 2.0, [journal]) == {CRAWL}
-            states, parts = await store.states_and_journals([msg])
-            assert states[(CRAWL, msg.key)] == DONE and parts[(CRAWL, msg.key)] == "part-1"
+            found = await store.delivery([msg], 2.0)
+            assert found.states[(CRAWL, msg.key)] == DONE and found.parts[(CRAWL, msg.key)] == "part-1"
             pending, _ = await store.pending(CRAWL)
             assert [p.key for p in pending] == ["~j-part-1"]  # not drained: publication still open
             (found,) = await store.unpublished([(CRAWL, "part-1")])
@@ -259,7 +259,7 @@ def test_a_flush_cut_off_before_its_journal_landed_leaves_its_urls_to_be_fetched
         else:
             raise AssertionError("the flush should have died")
         assert await _state(client, table, msg) == FETCHING  # not done: its redelivery fetches it again
-        assert (await store.states_and_journals([msg]))[1] == {}
+        assert (await store.delivery([msg], 2.0)).parts == {}
         assert await store.unpublished([(CRAWL, "part-1")]) == []  # nothing to publish
         assert sorted(p.key for p in (await store.pending(CRAWL))[0]) == sorted([msg.key, "~j-part-1"])
         await store.drop_journal(CRAWL, "part-1")
