@@ -132,7 +132,7 @@ def test_event_source_mapping_read_back(stack: DeployedStack) -> None:
     drain, mapping = stack.event_source_mappings  # sorted by function
     assert mapping.function_logical_id == "FetchWorkerFunction"
     assert mapping.queue_logical_id == "FrontierQueue"
-    assert mapping.batch_size == 50
+    assert mapping.batch_size == 100
     assert mapping.report_batch_item_failures
     assert mapping.maximum_concurrency == 10
     assert drain.function_logical_id == "DeadLetterFunction"

@@ -173,7 +173,7 @@ def test_worker_sqs_event_source(sam_template: dict[str, Any]) -> None:
     props = event["Properties"]
     assert props["Queue"] == {"Fn::GetAtt": ["FrontierQueue", "Arn"]}
     assert props["BatchSize"] == {"Ref": "BatchSize"}
-    assert sam_template["Parameters"]["BatchSize"]["Default"] == 50
+    assert sam_template["Parameters"]["BatchSize"]["Default"] == 100
     assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert props["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "WorkerConcurrency"}}
     # Lambda takes a BatchSize over 10 on a standard queue only with a batching window of at least 1 s.
