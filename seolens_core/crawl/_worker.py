@@ -203,21 +203,24 @@ class PageWorker:
             stray = leased - {(m.crawl_id, m.key) for m, _, _ in finished}
             await all_or_cancel(*(self.s.urls.release_lease(*ident, journal) for ident in sorted(stray)))
             leased -= stray
-        journals = _journals(journal or part, finished, by_crawl_pages, by_crawl_links, outgoing, counters)
+        # Copies without `crawl_id`, made once for the journal and the result part (neither changes them).
+        pages = {cid: _strip_internal(rows) for cid, rows in by_crawl_pages.items()}
+        links = {cid: _strip_internal(rows) for cid, rows in by_crawl_links.items()}
+        journals = _journals(journal or part, finished, pages, links, outgoing, counters)
         now = self.s.clock()
         journaled = await self.s.urls.finish(
             [f for f in finished if f[0].crawl_id in journals], now, list(journals.values()), leased
         )
         # An earlier delivery's flush that crashed after its first write: its parts go out with this one's.
-        replay_journals(list(republish.values()), by_crawl_pages, by_crawl_links, outgoing)
+        replay_journals(list(republish.values()), pages, links, outgoing)
         timeline = self.s.pacing.drain_timeline()
         self.window_verdicts.update(w.verdict.value for windows in timeline.values() for w in windows)
         self._closed_windows.extend((origin, w) for origin, windows in timeline.items() for w in windows)
         sections: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for crawl_id, rows in by_crawl_pages.items():
-            sections.setdefault(crawl_id, {})["pages"] = _strip_internal(rows)
-        for crawl_id, rows in by_crawl_links.items():
-            sections.setdefault(crawl_id, {})["links"] = _strip_internal(rows)
+        for crawl_id, rows in pages.items():
+            sections.setdefault(crawl_id, {})["pages"] = rows
+        for crawl_id, rows in links.items():
+            sections.setdefault(crawl_id, {})["links"] = rows
         for crawl_id, rows in _timeline_rows(timeline, finished).items():
             sections.setdefault(crawl_id, {})["pacing"] = rows
         writes: list[Awaitable[Any]] = [
@@ -310,8 +313,8 @@ def _journals(
     out: dict[str, Journal] = {}
     for cid in crawls:
         body = {
-            "pages": _strip_internal(pages.get(cid, [])),
-            "link_columns": encode_links(_strip_internal(links.get(cid, []))),
+            "pages": pages.get(cid, []),
+            "link_columns": encode_links(links.get(cid, [])),
             "outgoing": [[o.message.to_json(), o.not_before] for o in outgoing if o.message.crawl_id == cid],
             "counters": counters.get(cid, {}),
         }

@@ -23,6 +23,7 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
 from seolens_core.adapters.frontier_queue import MAX_SQS_DELAY_S, Outgoing
 from seolens_core.adapters.urls import Claimed, Delivery, FetchClaim, Journal
 from seolens_core.crawl import PageWorker, RobotsAnswer, Ticket, Wait, WorkerServices
+from seolens_core.crawl._link_columns import decode_links
 from seolens_core.crawl._worker import BUDGET_RECHECK_S, FETCH_LEASE_MARGIN_S, bfs_hold_s
 from seolens_core.fetch import FetchResult
 from seolens_core.frontier import FrontierMessage
@@ -802,3 +803,49 @@ def test_a_lease_whose_record_failed_goes_back_before_the_journal_that_would_mak
     assert ("release", [boom]) in log.events and kinds.index("release") < kinds.index("finish"), log.events
     assert ("finish", ["/ok"]) in log.events
     assert finished == [[("c1", url_key_hex(SITE + "/ok"))]]  # done by the journal; /boom given back first
+
+
+class _Linking(_Fetcher):
+    """Pages with one link each."""
+
+    async def fetch(self, url: str, **kwargs: Any) -> FetchResult:
+        await super().fetch(url, **kwargs)
+        body = b'<html><head><title>t</title></head><body><a href="/next">n</a></body></html>'
+        return FetchResult(url, 200, {"content-type": "text/html"}, body)
+
+
+def test_the_journal_and_the_result_part_hold_the_same_rows_without_their_crawl_id() -> None:
+    log = _Log()
+    journals: list[Journal] = []
+    parts: list[Any] = []
+
+    async def main() -> None:
+        claimed = asyncio.Event()
+        services = _services(log, _Pacing(None, grant_all=True), lambda s, p: _Linking(claimed, log))
+        real_finish = services.urls.finish
+
+        async def finish(done: Sequence[Any], now: float, written: Any = (), leased: Any = ()) -> set[str]:
+            journals.extend(written)
+            return await real_finish(done, now, written, leased)
+
+        async def put_batch(crawl_id: str, part: str, sections: Any) -> str | None:
+            parts.append((crawl_id, sections))
+            return None
+
+        services.urls.finish = finish  # type: ignore[method-assign]
+        services.results.put_batch = put_batch  # type: ignore[method-assign]
+        bodies = [
+            (f"m{i}", FrontierMessage("c1", SITE + p, url_key_hex(SITE + p), 1).to_json())
+            for i, p in enumerate(["/a", "/b"])
+        ]
+        batch = PageWorker(services).batch(bodies, None)
+        await asyncio.gather(*(batch.handle(mid, body) for mid, body in bodies))
+
+    asyncio.run(main())
+    [journal] = journals
+    [(crawl_id, sections)] = parts
+    body = journal.body()
+    assert crawl_id == "c1" and len(sections["pages"]) == 2 and len(sections["links"]) == 2
+    assert body["pages"] == sections["pages"]
+    assert decode_links(body["link_columns"]) == sections["links"]
+    assert all("crawl_id" not in row for row in [*sections["pages"], *sections["links"]])
