@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import zlib
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -692,10 +692,11 @@ class UrlStore:
         bodies: dict[tuple[str, str], bool] | None = None,
     ) -> tuple[list[PendingUrl], bool]:
         """`pending` among the keys starting with `prefix` (all of them for ""); `bodies` remembers which
-        journals were found to exist, across the calls of one `pending`."""
-        known = bodies if bodies is not None else {}
-        out: list[PendingUrl] = []
-        values = {":c": {"S": crawl_id}}
+        journals were found to exist, across the calls of one `pending`. The URLs without a lease that names
+        a journal come first, whole; only when they are not more than `limit` are the leased ones read, and
+        then only their key, journal and lease: at the end of a crawl they are every URL it fetched (done by
+        their journal), which a 256 MB drain check could not parse whole by the million."""
+        values = {":c": {"S": crawl_id}, ":f": {"S": FETCHING}}
         condition = "crawl_id = :c"
         if prefix:
             values[":p"] = {"S": prefix}
@@ -705,50 +706,49 @@ class UrlStore:
             names = [f":nc{i}" for i in range(len(NOT_CRAWLED_OUTCOMES))]
             values.update({n: {"S": o} for n, o in zip(names, NOT_CRAWLED_OUTCOMES, strict=True)})
             wanted += f" OR outcome IN ({', '.join(names)})"
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": condition,
-            "FilterExpression": wanted,
-            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until, jr",
-            "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
-            "ExpressionAttributeValues": values,
-        }
+        unleased = await self._query_all(
+            {
+                "KeyConditionExpression": condition,
+                "FilterExpression": f"({wanted}) AND NOT (url_state = :f AND attribute_exists(jr))",
+                "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until",
+                "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
+                "ExpressionAttributeValues": values,
+            },
+            stop_after=limit,
+        )
+        out = [_pending_url(item) for item in unleased]
+        if len(out) > limit:
+            return out[:limit], True
+        leased = await self._query_all(
+            {
+                "KeyConditionExpression": condition,
+                "FilterExpression": "attribute_exists(pending_crawl) AND url_state = :f AND attribute_exists(jr)",
+                "ProjectionExpression": "url_key, jr",
+                "ExpressionAttributeValues": {k: v for k, v in values.items() if not k.startswith(":nc")},
+            }
+        )
+        known = bodies if bodies is not None else {}
+        named = dict.fromkeys((crawl_id, item["jr"]["S"]) for item in leased)
+        asked = [part for part in named if part not in known]
+        if asked:  # a stale miss leaves the URL pending until the next check: never drained too early
+            found = await self._bodies(asked, consistent=False)
+            known.update((part, part in found) for part in asked)
+        open_keys = [(crawl_id, i["url_key"]["S"]) for i in leased if not known.get((crawl_id, i["jr"]["S"]))]
+        rows = await self._get_many(open_keys, projection=None, consistent=False) if open_keys else {}
+        out += [_pending_url(rows[ident]) for ident in open_keys if ident in rows]
+        out.sort(key=lambda u: u.key)
+        return out[:limit], len(out) > limit
+
+    async def _query_all(self, spec: dict[str, Any], stop_after: int | None = None) -> list[dict[str, Any]]:
+        """The items of a query of this table, page after page (stopping once more than `stop_after`)."""
+        kwargs: dict[str, Any] = {"TableName": self._table, **spec}
+        items: list[dict[str, Any]] = []
         while True:
             resp = await self._client.query(**kwargs)
-            items = resp.get("Items", [])
-            leased = {
-                (crawl_id, item["jr"]["S"])
-                for item in items
-                if "jr" in item and "pending_crawl" in item and item.get("url_state", {}).get("S") == FETCHING
-            }
-            asked = [part for part in leased if part not in known]
-            if asked:  # a stale miss leaves the URL pending until the next check: never drained too early
-                found = await self._bodies(asked, consistent=False)
-                known.update((part, part in found) for part in asked)
-            for item in items:
-                if (
-                    "jr" in item
-                    and item.get("url_state", {}).get("S") == FETCHING
-                    and known.get((crawl_id, item["jr"]["S"]))
-                ):
-                    continue  # fetched: its batch's journal is written
-                out.append(
-                    PendingUrl(
-                        url=item.get("url", {}).get("S", ""),
-                        key=item["url_key"]["S"],
-                        depth=int(item.get("depth", {}).get("N", "0")),
-                        host=item.get("host", {}).get("S", ""),
-                        outcome=None if "pending_crawl" in item else item.get("outcome", {}).get("S"),
-                        leased_until=float(item["lease_until"]["N"])
-                        if item.get("url_state", {}).get("S") == FETCHING and "lease_until" in item
-                        else None,
-                    )
-                )
+            items.extend(resp.get("Items", []))
             last = resp.get("LastEvaluatedKey")
-            if len(out) > limit:
-                return out[:limit], True
-            if not last:
-                return out, False
+            if not last or (stop_after is not None and len(items) > stop_after):
+                return items
             kwargs["ExclusiveStartKey"] = last
 
     async def outcomes(self, crawl_id: str) -> dict[str, int]:
@@ -788,3 +788,17 @@ class UrlStore:
                 name = outcome_of.get(url) or FETCHING
                 counts[name] = counts.get(name, 0) + 1
         return counts
+
+
+def _pending_url(item: Mapping[str, Any]) -> PendingUrl:
+    """A pending URL from its item (`outcome` only for one finished without a fetch, `leased_until` only for
+    one leased)."""
+    leased = item.get("url_state", {}).get("S") == FETCHING and "lease_until" in item
+    return PendingUrl(
+        url=item.get("url", {}).get("S", ""),
+        key=item["url_key"]["S"],
+        depth=int(item.get("depth", {}).get("N", "0")),
+        host=item.get("host", {}).get("S", ""),
+        outcome=None if "pending_crawl" in item else item.get("outcome", {}).get("S"),
+        leased_until=float(item["lease_until"]["N"]) if leased else None,
+    )

@@ -153,9 +153,9 @@ def test_a_large_crawls_pending_urls_are_read_in_key_ranges_with_the_same_answer
                 "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params)
             )
             one, more_one = await store.pending(CRAWL, urls_hint=60)
-            assert len(queries) == 1
+            assert len(queries) == 2  # the URLs without a journal lease, then the leased ones
             spread, more_spread = await store.pending(CRAWL, urls_hint=SPREAD_ABOVE + 1)
-            assert len(queries) >= 1 + len(KEY_RANGES)
+            assert len(queries) >= 2 + 2 * len(KEY_RANGES)
             assert [p.key for p in spread] == [p.key for p in one] == sorted(p.key for p in one)
             assert len(one) == 41 and one[-1].key == "~j-part-9" and not more_one and not more_spread
             head, more = await store.pending(CRAWL, limit=10, urls_hint=SPREAD_ABOVE + 1)
@@ -644,6 +644,38 @@ def test_a_fetched_url_is_done_by_its_leases_journal_without_a_write_of_its_own(
         assert [p.key for p in (await store.pending(CRAWL))[0]] == [other.key]
         assert (await store.claim([msg, other], ["h", "h"], 5.0)).send == [other]  # the parent retried
         assert await store.outcomes(CRAWL) == {"fetched": 1, "queued": 1}
+
+    _run_on_table(moto_server, scenario)
+
+
+def test_the_drain_check_reads_leased_urls_by_key_and_journal_and_only_when_it_needs_them(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """At the end of a crawl every URL it fetched is leased: the pending query reads those by key and journal
+    only, and whole only the ones whose journal has no body; with more URLs pending than asked, not at all."""
+
+    async def scenario(client: Any, table: str) -> None:
+        store = UrlStore(client, table)
+        done, open_, queued = _msg("/done"), _msg("/open"), _msg("/queued")
+        await store.claim([done, open_, queued], ["h", "h", "h"], 0.0)
+        assert (await store.claim_fetch(done, 1.0, 30.0, part="b-1")).granted
+        assert (await store.claim_fetch(open_, 1.0, 30.0, part="b-2")).granted
+        journal = Journal.build(CRAWL, "b-1", {"pages": [{"url": done.url, "outcome": "fetched"}]})
+        assert await store.finish([(done, "h", "fetched")], 2.0, [journal], leased={(CRAWL, done.key)})
+        await client.delete_item(TableName=table, Key={"crawl_id": {"S": CRAWL}, "url_key": {"S": "~j-b-1"}})
+        queries: list[dict[str, Any]] = []
+        client.meta.events.register(
+            "provide-client-params.dynamodb.Query", lambda params, **_: queries.append(params)
+        )
+        pending, more = await store.pending(CRAWL)
+        assert not more and {p.key: (p.url, p.host, p.depth, p.leased_until) for p in pending} == {
+            open_.key: (open_.url, "h", 1, 31.0),  # its journal has no body: still in flight
+            queued.key: (queued.url, "h", 1, None),
+        }
+        assert [q["ProjectionExpression"] for q in queries][1:] == ["url_key, jr"]
+        queries.clear()
+        head, more = await store.pending(CRAWL, limit=0)
+        assert head == [] and more and len(queries) == 1  # the unleased URLs alone answer it
 
     _run_on_table(moto_server, scenario)
 
