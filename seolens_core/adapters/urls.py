@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import zlib
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -694,7 +694,7 @@ class UrlStore:
         """`pending` among the keys starting with `prefix` (all of them for ""); `bodies` remembers which
         journals were found to exist, across the calls of one `pending`. The URLs without a lease that names
         a journal come first, whole; only when they are not more than `limit` are the leased ones read, and
-        then only their key, journal and lease: at the end of a crawl they are every URL it fetched (done by
+        then only their key and journal: at the end of a crawl they are every URL it fetched (done by
         their journal), which a 256 MB drain check could not parse whole by the million."""
         values = {":c": {"S": crawl_id}, ":f": {"S": FETCHING}}
         condition = "crawl_id = :c"
@@ -706,49 +706,54 @@ class UrlStore:
             names = [f":nc{i}" for i in range(len(NOT_CRAWLED_OUTCOMES))]
             values.update({n: {"S": o} for n, o in zip(names, NOT_CRAWLED_OUTCOMES, strict=True)})
             wanted += f" OR outcome IN ({', '.join(names)})"
-        unleased = await self._query_all(
-            {
-                "KeyConditionExpression": condition,
-                "FilterExpression": f"({wanted}) AND NOT (url_state = :f AND attribute_exists(jr))",
-                "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until",
-                "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
-                "ExpressionAttributeValues": values,
-            },
-            stop_after=limit,
-        )
-        out = [_pending_url(item) for item in unleased]
-        if len(out) > limit:
-            return out[:limit], True
-        leased = await self._query_all(
-            {
-                "KeyConditionExpression": condition,
-                "FilterExpression": "attribute_exists(pending_crawl) AND url_state = :f AND attribute_exists(jr)",
-                "ProjectionExpression": "url_key, jr",
-                "ExpressionAttributeValues": {k: v for k, v in values.items() if not k.startswith(":nc")},
-            }
-        )
+        unleased: list[dict[str, Any]] = []
+        spec = {
+            "KeyConditionExpression": condition,
+            "FilterExpression": f"({wanted}) AND NOT (url_state = :f AND attribute_exists(jr))",
+            "ProjectionExpression": "url_key, #u, #d, #h, outcome, pending_crawl, url_state, lease_until",
+            "ExpressionAttributeNames": {"#u": "url", "#d": "depth", "#h": "host"},
+            "ExpressionAttributeValues": values,
+        }
+        async for page in self._query_pages(spec):
+            unleased.extend(page)
+            if len(unleased) > limit:
+                return [_pending_url(item) for item in unleased[:limit]], True
         known = bodies if bodies is not None else {}
-        named = dict.fromkeys((crawl_id, item["jr"]["S"]) for item in leased)
-        asked = [part for part in named if part not in known]
-        if asked:  # a stale miss leaves the URL pending until the next check: never drained too early
-            found = await self._bodies(asked, consistent=False)
-            known.update((part, part in found) for part in asked)
-        open_keys = [(crawl_id, i["url_key"]["S"]) for i in leased if not known.get((crawl_id, i["jr"]["S"]))]
+        open_keys: list[tuple[str, str]] = []
+        spec = {
+            "KeyConditionExpression": condition,
+            "FilterExpression": "attribute_exists(pending_crawl) AND url_state = :f AND attribute_exists(jr)",
+            "ProjectionExpression": "url_key, jr",
+            "ExpressionAttributeValues": {k: v for k, v in values.items() if not k.startswith(":nc")},
+        }
+        async for page in self._query_pages(spec):  # page by page: a large crawl's are never all held
+            asked = sorted({(crawl_id, i["jr"]["S"]) for i in page} - known.keys())
+            if asked:  # a stale miss leaves the URL pending until the next check: never drained too early
+                found = await self._bodies(asked, consistent=False)
+                known.update((part, part in found) for part in asked)
+            open_keys += [(crawl_id, i["url_key"]["S"]) for i in page if not known[(crawl_id, i["jr"]["S"])]]
         rows = await self._get_many(open_keys, projection=None, consistent=False) if open_keys else {}
-        out += [_pending_url(rows[ident]) for ident in open_keys if ident in rows]
+        listed = {item["url_key"]["S"] for item in unleased}
+        out = [_pending_url(item) for item in unleased]
+        # Read again by key: one released or finished since the queries is listed once, and only if pending.
+        out += [
+            _pending_url(row)
+            for ident, row in rows.items()
+            if ident[1] not in listed
+            and ("pending_crawl" in row or (not_crawled and _outcome(row) in NOT_CRAWLED_OUTCOMES))
+        ]
         out.sort(key=lambda u: u.key)
         return out[:limit], len(out) > limit
 
-    async def _query_all(self, spec: dict[str, Any], stop_after: int | None = None) -> list[dict[str, Any]]:
-        """The items of a query of this table, page after page (stopping once more than `stop_after`)."""
+    async def _query_pages(self, spec: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+        """The items of a query of this table, one page at a time."""
         kwargs: dict[str, Any] = {"TableName": self._table, **spec}
-        items: list[dict[str, Any]] = []
         while True:
             resp = await self._client.query(**kwargs)
-            items.extend(resp.get("Items", []))
+            yield resp.get("Items", [])
             last = resp.get("LastEvaluatedKey")
-            if not last or (stop_after is not None and len(items) > stop_after):
-                return items
+            if not last:
+                return
             kwargs["ExclusiveStartKey"] = last
 
     async def outcomes(self, crawl_id: str) -> dict[str, int]:
@@ -756,16 +761,14 @@ class UrlStore:
         journal counts with the outcome of its page row there (the journal is read)."""
         counts: dict[str, int] = {}
         by_journal: dict[str, set[str]] = {}
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
+        spec = {
             "KeyConditionExpression": "crawl_id = :c",
             "ExpressionAttributeValues": {":c": {"S": crawl_id}},
             "ProjectionExpression": "url_key, url_state, outcome, jr, #u",
             "ExpressionAttributeNames": {"#u": "url"},
         }
-        while True:
-            resp = await self._client.query(**kwargs)
-            for item in resp.get("Items", []):
+        async for page in self._query_pages(spec):
+            for item in page:
                 if item.get("url_key", {}).get("S", "").startswith("~"):
                     continue  # a journal item, not a URL
                 if item.get("url_state", {}).get("S") == FETCHING and "jr" in item:
@@ -773,10 +776,6 @@ class UrlStore:
                     continue
                 name = item.get("outcome", {}).get("S") or item.get("url_state", {}).get("S", "unknown")
                 counts[name] = counts.get(name, 0) + 1
-            last = resp.get("LastEvaluatedKey")
-            if not last:
-                break
-            kwargs["ExclusiveStartKey"] = last
         bodies = await self._get_many(
             [(crawl_id, JOURNAL_BODY + part) for part in by_journal], projection=None
         )
@@ -799,6 +798,11 @@ def _pending_url(item: Mapping[str, Any]) -> PendingUrl:
         key=item["url_key"]["S"],
         depth=int(item.get("depth", {}).get("N", "0")),
         host=item.get("host", {}).get("S", ""),
-        outcome=None if "pending_crawl" in item else item.get("outcome", {}).get("S"),
+        outcome=None if "pending_crawl" in item else _outcome(item),
         leased_until=float(item["lease_until"]["N"]) if leased else None,
     )
+
+
+def _outcome(item: Mapping[str, Any]) -> str | None:
+    value: str | None = item.get("outcome", {}).get("S")
+    return value
