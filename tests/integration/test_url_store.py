@@ -680,6 +680,45 @@ def test_the_drain_check_reads_leased_urls_by_key_and_journal_and_only_when_it_n
     _run_on_table(moto_server, scenario)
 
 
+def test_a_url_that_changes_between_the_drain_checks_queries_is_listed_once_and_only_while_pending(
+    moto_server: EmbeddedMoto,
+) -> None:
+    """The two queries and the re-read by key are not one snapshot: a URL leased between the queries (seen
+    unleased, then leased) is listed once, and a leased URL finished before its re-read is not listed."""
+
+    async def scenario(client: Any, table: str) -> None:
+        store = UrlStore(client, table)
+        finished, moved = _msg("/finished"), _msg("/moved")
+        await store.claim([finished, moved], ["h", "h"], 0.0)
+        assert (await store.claim_fetch(finished, 1.0, 30.0, part="b-1")).granted  # no body: in flight
+        query_pages, get_many = store._query_pages, store._get_many
+        queries: list[dict[str, Any]] = []
+
+        async def racing_query(spec: dict[str, Any]) -> Any:
+            queries.append(spec)
+            if len(queries) == 2:  # after the unleased URLs were read: `moved` is leased now
+                assert (await store.claim_fetch(moved, 2.0, 30.0, part="b-2")).granted
+            async for page in query_pages(spec):
+                yield page
+
+        async def racing_reread(*args: Any, **kwargs: Any) -> Any:
+            await client.update_item(  # `finished` is done before its re-read
+                TableName=table,
+                Key={"crawl_id": {"S": CRAWL}, "url_key": {"S": finished.key}},
+                UpdateExpression="SET url_state = :d, outcome = :o REMOVE pending_crawl",
+                ExpressionAttributeValues={":d": {"S": "done"}, ":o": {"S": "fetched"}},
+            )
+            return await get_many(*args, **kwargs)
+
+        store._query_pages = racing_query  # type: ignore[method-assign]
+        store._get_many = racing_reread  # type: ignore[method-assign]
+        pending, more = await store.pending(CRAWL)
+        assert len(queries) == 2 and not more
+        assert [p.key for p in pending] == [moved.key]
+
+    _run_on_table(moto_server, scenario)
+
+
 def test_a_lease_whose_delivery_died_before_its_journal_is_released_and_taken_again(
     moto_server: EmbeddedMoto,
 ) -> None:
