@@ -200,8 +200,8 @@ def test_journal_keeps_the_crawl_pending_until_closed_and_counts_once(moto_serve
             assert found.states[(CRAWL, msg.key)] == DONE and found.parts[(CRAWL, msg.key)] == "part-1"
             pending, _ = await store.pending(CRAWL)
             assert [p.key for p in pending] == ["~j-part-1"]  # not drained: publication still open
-            (found,) = await store.unpublished([(CRAWL, "part-1")])
-            assert found.body() == body
+            (unpublished,) = await store.unpublished([(CRAWL, "part-1")])
+            assert unpublished.body() == body
             close = store.journal_close(CRAWL, "part-1")
             first, second = await asyncio.gather(
                 crawls.add_counters(CRAWL, {"n_fetched": 1}, once=close),
