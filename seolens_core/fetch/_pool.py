@@ -3,9 +3,9 @@
 httpcore's pool re-examines every pooled connection each time a request starts or ends. Two parts of that
 cost more than the request itself once a container holds a few dozen connections (one host at a concurrency
 of 32, or many hosts kept alive): for each idle connection it counts the pool by building a list of every
-connection (quadratic: encode/httpcore#1035, still open), and it asks the connection's anyio stream whether
-its socket is readable, which rebuilds anyio's map of socket attributes (a `getpeername()` system call)
-before polling. `LinearPool` counts with `len`, `KeptSocketBackend`'s streams poll a socket looked up once.
+connection (quadratic: encode/httpcore#1035, still open), and it asks the connection's stream whether
+its socket is readable, which on anyio's stream rebuilds a map of socket attributes (a `getpeername()` system
+call) before polling. `LinearPool` counts with `len`, `KeptSocketBackend`'s streams poll a socket looked up once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import httpcore
 import httpx
 from httpcore._async.interfaces import AsyncConnectionInterface
 from httpcore._utils import is_socket_readable  # httpcore's own poll, so the answer stays httpcore's
+
+from seolens_core.fetch._stream import AsyncioBackend
 
 __all__ = ["KeptSocketBackend", "LinearPool", "pooled_transport"]
 
@@ -57,10 +59,11 @@ class _KeptSocketStream(httpcore.AsyncNetworkStream):
 
 
 class KeptSocketBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's anyio backend whose streams answer the pool's idle check from the socket kept at connect."""
+    """A network backend (`AsyncioBackend` unless given) whose streams answer the pool's idle check from the
+    socket kept at connect."""
 
     def __init__(self, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
-        self._inner = inner if inner is not None else httpcore.AnyIOBackend()
+        self._inner = inner if inner is not None else AsyncioBackend()
 
     async def connect_tcp(
         self,
