@@ -89,7 +89,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
 
 class AsyncioBackend(httpcore.AsyncNetworkBackend):
-    """Connections opened with `asyncio.open_connection` (TCP_NODELAY, as anyio sets it)."""
+    """TCP connections opened with `asyncio.open_connection` (TCP_NODELAY, as anyio sets it). The crawler opens
+    no Unix socket: `connect_unix_socket` stays httpcore's (NotImplementedError)."""
 
     async def connect_tcp(
         self,
@@ -103,22 +104,6 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await asyncio.open_connection(host, port, local_addr=local)
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(str(exc) or "connect timed out") from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        _apply(writer, socket_options)
-        return AsyncioStream(reader, writer)
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: typing.Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_unix_connection(path)
         except TimeoutError as exc:
             raise httpcore.ConnectTimeout(str(exc) or "connect timed out") from exc
         except OSError as exc:
