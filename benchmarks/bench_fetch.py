@@ -6,13 +6,15 @@ Serves one generated page with nginx on 127.0.0.1 (installed with apt-get if mis
 `--fetches` times through `seolens_core.fetch.Fetcher`, that many at once, on one connection pool: the
 process's CPU per fetch and fetches per second, for the fetcher's pool (`seolens_core/fetch/_pool.py`) and
 for httpx's own transport with the same limits. A crawl container keeps one pooled connection per request in
-flight on a host, so the concurrency is the pool's size.
+flight on a host, so the concurrency is the pool's size. Each measurement runs in a process of its own: the
+fetcher's pool puts httpcore on asyncio's locks (`seolens_core/fetch/_sync.py`), for every pool of its process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import subprocess
 import sys
 import tempfile
@@ -66,7 +68,13 @@ def main() -> None:
     parser.add_argument("--fetches", type=int, default=4000)
     parser.add_argument("--concurrency", default="8,32")
     parser.add_argument("--page-kb", type=int, default=20)
+    parser.add_argument("--one", nargs=3, metavar=("IMPL", "URL", "CONCURRENCY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        impl, url, concurrency = args.one
+        host_port = url.split("/")[2]
+        print(json.dumps(asyncio.run(_measure(impl, url, host_port, args.fetches, int(concurrency)))))
+        return
     nginx = _ensure_nginx()
     with tempfile.TemporaryDirectory(prefix="seolens-fetch-") as tmp:
         work = Path(tmp)
@@ -89,9 +97,9 @@ def main() -> None:
             for concurrency in (int(c) for c in args.concurrency.split(",")):
                 figures = {}
                 for impl in ("pooled", "httpx"):
-                    figures[impl] = asyncio.run(
-                        _measure(impl, url, f"127.0.0.1:{port}", args.fetches, concurrency)
-                    )
+                    one = [sys.executable, __file__, "--fetches", str(args.fetches), "--one", impl, url]
+                    out = subprocess.run([*one, str(concurrency)], check=True, capture_output=True, text=True)
+                    figures[impl] = tuple(json.loads(out.stdout))
                     cpu_ms, rate = figures[impl]
                     print(
                         f"concurrency {concurrency:3d}  {impl:7s} {cpu_ms:6.3f} ms CPU a fetch  {rate:6.0f} fetches/s"

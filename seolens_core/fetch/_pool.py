@@ -20,6 +20,7 @@ from httpcore._async.interfaces import AsyncConnectionInterface
 from httpcore._utils import is_socket_readable  # httpcore's own poll, so the answer stays httpcore's
 
 from seolens_core.fetch._stream import AsyncioBackend
+from seolens_core.fetch._sync import use_asyncio_primitives
 
 __all__ = ["KeptSocketBackend", "LinearPool", "pooled_transport"]
 
@@ -94,16 +95,23 @@ class LinearPool(httpcore.AsyncConnectionPool):
     `_assign_requests_to_connections` is upstream's (1.0.9) with its decisions unchanged: the surplus-idle
     test compares the number of connections (upstream builds a list of them to count it, per idle
     connection) with the keep-alive limit; a request takes the first connection that can serve it (found
-    without listing the others) and lists the idle ones only when it must close one.
+    without listing the others) and lists the idle ones only when it must close one. One decision is
+    added: a connection no request holds that never connected is closed. Upstream keeps it for good when
+    the request it was made for is cancelled before connecting it (a fetch's deadline while it waits for
+    a connection): an HTTP/1.1 one is then neither idle, closed nor available, and holds a slot of the
+    pool until the pool is full of them and every fetch times out.
     """
 
     def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
         closing_connections = []
+        held = {id(request.connection) for request in self._requests if request.connection is not None}
         for connection in list(self._connections):
             if connection.is_closed():
                 self._connections.remove(connection)
-            elif connection.has_expired() or (
-                connection.is_idle() and len(self._connections) > self._max_keepalive_connections
+            elif (
+                connection.has_expired()
+                or (connection.is_idle() and len(self._connections) > self._max_keepalive_connections)
+                or (id(connection) not in held and _never_connected(connection))
             ):
                 self._connections.remove(connection)
                 closing_connections.append(connection)
@@ -130,9 +138,17 @@ class LinearPool(httpcore.AsyncConnectionPool):
         return closing_connections
 
 
+def _never_connected(connection: AsyncConnectionInterface) -> bool:
+    """An `httpcore.AsyncHTTPConnection` whose connect has not started or succeeded (`_connection` is its
+    connection once made; failed connects are `is_closed()`)."""
+    return isinstance(connection, httpcore.AsyncHTTPConnection) and connection._connection is None
+
+
 def pooled_transport(*, http2: bool, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
     """httpx's transport with its connection pool built as httpx builds it (no proxy, no environment), as a
-    `LinearPool` on `KeptSocketBackend`: httpx takes neither, so its pool is replaced."""
+    `LinearPool` on `KeptSocketBackend`: httpx takes neither, so its pool is replaced. httpcore's locks and
+    shields become asyncio's (`_sync.py`)."""
+    use_asyncio_primitives()
     # One CA bundle load, shared by the transport and the pool that replaces its own.
     ssl_context = httpx.create_ssl_context(trust_env=False)
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, http2=http2, limits=limits, trust_env=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import shutil
 import ssl
@@ -12,10 +13,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import httpcore
+import httpx
 import pytest
 
-from seolens_core.fetch import AddressPolicy, Fetcher
-from seolens_core.fetch._pool import KeptSocketBackend, LinearPool
+from seolens_core.fetch import AddressPolicy, Fetcher, FetchErrorKind
+from seolens_core.fetch._pool import KeptSocketBackend, LinearPool, pooled_transport
 
 
 class _CountingBackend(httpcore.AsyncNetworkBackend):
@@ -232,6 +234,7 @@ class _Request:
         self.request = SimpleNamespace(url=SimpleNamespace(origin=origin))
         self.queued = queued
         self.assigned: list[str] = []
+        self.connection: _Connection | None = None
 
     def is_queued(self) -> bool:
         return self.queued
@@ -275,3 +278,64 @@ def test_linear_pool_assigns_as_httpcores_pool_does() -> None:
         kept, closing, assigned = ours
         outcomes.add((bool(closing), any(label.startswith("new") for label in kept), any(assigned)))
     assert len(outcomes) >= 6  # the pools closed, created, reused and left requests waiting in many mixes
+
+
+_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+
+
+def test_fetches_cut_by_the_deadline_mid_body_or_waiting_for_a_connection_leave_the_pool_usable() -> None:
+    """Six fetches on a pool of two connections: two stall in their bodies, four wait for a connection; the
+    fetcher's deadline (asyncio's) cancels all six, some of them right after the pool made them a connection.
+    The pool is left with no request queued and no connection that never connected (httpcore's own pool
+    keeps those for good), and serves the next fetch."""
+
+    async def go() -> tuple[list[FetchErrorKind | None], int, list[str], int | None, int]:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    if head.startswith(b"GET /slow"):
+                        writer.write(_HEAD % 100 + b"slo")
+                        await writer.drain()
+                        await asyncio.sleep(5)
+                        break
+                    writer.write(_HEAD % 2 + b"ok")
+                    await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport = pooled_transport(http2=False, limits=httpx.Limits(max_connections=2))
+        fetcher = Fetcher(
+            user_agent="SEOLensTest/1",
+            policy=AddressPolicy.for_hosts([f"127.0.0.1:{port}"]),
+            http2=False,
+            total_timeout_s=0.3,
+            transport=transport,
+        )
+        try:
+            cut = await asyncio.gather(*(fetcher.fetch(f"http://127.0.0.1:{port}/slow") for _ in range(6)))
+            pool = transport._pool  # type: ignore[attr-defined]
+            queued = len(pool._requests)
+            unconnected = [
+                c.info() for c in pool._connections if c.info() in ("CONNECTING", "CONNECTION FAILED")
+            ]
+            after = await fetcher.fetch(f"http://127.0.0.1:{port}/ok")
+            connections = len(pool._connections)
+        finally:
+            await fetcher.aclose()
+            server.close()
+        return (
+            [r.error.kind if r.error else None for r in cut],
+            queued,
+            unconnected,
+            after.status,
+            connections,
+        )
+
+    kinds, queued, unconnected, status, connections = asyncio.run(go())
+    assert kinds == [FetchErrorKind.TIMEOUT] * 6
+    assert queued == 0
+    assert unconnected == []
+    assert status == 200
+    assert connections <= 2
