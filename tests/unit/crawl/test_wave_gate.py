@@ -57,3 +57,43 @@ def test_a_record_that_fails_inside_still_leaves() -> None:
 def test_size_must_be_positive() -> None:
     with pytest.raises(ValueError):
         WaveGate(0)
+
+
+def test_waiters_enter_in_arrival_order_and_a_cancelled_one_takes_no_place() -> None:
+    """A waiter cancelled while it waits leaves no trace; one cancelled after it was handed its place (before
+    it ran) gives the place on: the gate neither leaks nor loses places."""
+
+    async def main() -> tuple[list[int], int, int]:
+        gate = WaveGate(2)
+        admitted: list[int] = []
+        release = [asyncio.Event() for _ in range(6)]
+
+        async def record(i: int) -> None:
+            async with gate:
+                admitted.append(i)
+                await release[i].wait()
+
+        tasks = [asyncio.create_task(record(i)) for i in range(6)]
+        await asyncio.sleep(0.01)
+        tasks[2].cancel()  # waiting
+        await asyncio.sleep(0.01)
+        release[0].set()  # one of two inside left: the gate reopens, 3 is handed the free place
+        await asyncio.sleep(0)  # 0 leaves and hands the place on; 3 has not run yet
+        tasks[3].cancel()  # so 3 gives it to 4
+        await asyncio.sleep(0.01)
+        inside_then = list(admitted)
+        for event in release:
+            event.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        left_inside = gate._inside
+
+        async def enter_and_leave() -> None:
+            async with gate:
+                await asyncio.sleep(0)
+
+        await asyncio.wait_for(asyncio.gather(*(enter_and_leave() for _ in range(4))), timeout=5)
+        return inside_then, left_inside, gate._inside
+
+    inside_then, left_inside, inside_after = asyncio.run(main())
+    assert inside_then == [0, 1, 4]
+    assert left_inside == 0 and inside_after == 0
