@@ -40,6 +40,32 @@ class _NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+class _StatelessCookies(httpx.Cookies):
+    """The client's cookies: none, ever. httpx builds urllib's request and response stand-ins for each
+    response to hand its jar, before `_NoCookies` ignores them (~2% of the crawler's CPU a page, py-spy)."""
+
+    def __init__(self) -> None:
+        super().__init__(_NoCookies())
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _Client(httpx.AsyncClient):
+    """httpx's client keeping no cookies (see `_NoCookies`)."""
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return _STATELESS_COOKIES
+
+    @cookies.setter
+    def cookies(self, cookies: httpx._types.CookieTypes) -> None:
+        raise AttributeError("the fetcher keeps no cookies: send a configured Cookie header instead")
+
+
+_STATELESS_COOKIES = _StatelessCookies()
+
+
 class FetchErrorKind(enum.StrEnum):
     DNS = "dns"
     CONNECT = "connect"
@@ -151,14 +177,13 @@ class Fetcher:
         self._total_timeout_s = total_timeout_s
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
-        self._client = httpx.AsyncClient(
+        self._client = _Client(
             follow_redirects=False,
             timeout=httpx.Timeout(read_timeout_s, connect=connect_timeout_s),
             transport=transport
             if transport is not None
             else pooled_transport(http2=http2, limits=POOL_LIMITS),
             trust_env=False,
-            cookies=_NoCookies(),
         )
 
     @property

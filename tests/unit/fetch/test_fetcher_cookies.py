@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from infra.fixture_site import FixtureServer, SiteSpec
@@ -55,3 +56,24 @@ def test_a_sites_cookies_are_not_sent_back(server: FixtureServer) -> None:
 
 def test_only_the_configured_cookie_is_sent(server: FixtureServer) -> None:
     assert _cookies_sent(server, {"Cookie": "consent=yes"}) == ["consent=yes"] * 4
+
+
+def test_a_response_is_not_even_handed_to_a_cookie_jar(
+    server: FixtureServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx builds urllib's stand-ins of each request and response for its jar; the fetcher's client builds
+    none (and its cookies cannot be set)."""
+    built: list[object] = []
+    original = httpx.Cookies._CookieCompatRequest.__init__
+
+    def counting(self: object, request: httpx.Request) -> None:
+        built.append(request)
+        original(self, request)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx.Cookies._CookieCompatRequest, "__init__", counting)
+    assert _cookies_sent(server, {}) == [None, None, None, None]
+    assert built == []
+    fetcher = Fetcher(user_agent="SEOLensTest/1", policy=AddressPolicy.for_hosts([]), http2=False)
+    with pytest.raises(AttributeError):
+        fetcher._client.cookies = {"session": "abc"}  # type: ignore[attr-defined]
+    asyncio.run(fetcher.aclose())
