@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from seolens_core.fetch import AddressPolicy
 from seolens_core.frontier import FrontierMessage
@@ -117,17 +117,32 @@ class LinkPlan:
         self.enqueue_hosts.append(origin)
 
 
+class Href(Protocol):
+    """A link as written in a page: its raw `href`, anchor `text` and `rel=nofollow` (`RawLink` is one)."""
+
+    @property
+    def href(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def nofollow(self) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RawHref:
+    """An `Href` from elsewhere than a parsed page."""
+
     href: str
-    anchor: str = ""
+    text: str = ""
     nofollow: bool = False
 
 
 def plan_links(
     msg: FrontierMessage,
     page: NormalizedURL,
-    links: Iterable[RawHref],
+    links: Iterable[Href],
     scope: CrawlScope,
     settings: CrawlSettings,
     *,
@@ -154,7 +169,7 @@ def plan_links(
                 "target": target.url,
                 "internal": internal,
                 "nofollow": nofollow,
-                "anchor": link.anchor[:200],
+                "anchor": link.text[:200],
                 "depth": depth,
             }
         )

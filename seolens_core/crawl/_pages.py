@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from seolens_core.audit import AuditSettings, FetchFacts, audit_page, detect_waf
-from seolens_core.crawl._links import CrawlScope, LinkPlan, RawHref, plan_links
+from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_links
 from seolens_core.fetch import FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.html import PageFacts, extract_page
@@ -123,9 +123,8 @@ def page_row(
             row["canonical"] = canonical or facts.canonical
         if waf is None and 200 <= (result.status or 0) < 300:
             base = scope.normalize(facts.base_href, url) if facts.base_href else None
-            links = [RawHref(link.href, link.text, link.nofollow) for link in facts.links]
             plan = plan_links(
-                msg, url, links, scope, settings, base=base, page_nofollow=facts.nofollow, known=known
+                msg, url, facts.links, scope, settings, base=base, page_nofollow=facts.nofollow, known=known
             )
             row["links_internal"] = sum(1 for e in plan.edges if e["internal"])
             row["links_external"] = sum(1 for e in plan.edges if not e["internal"])
