@@ -51,8 +51,8 @@ class Container:
         self.resources = resources or Resources.from_env()
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
-        # This thread runs only this asyncio loop; telling sniffio so (its documented hook) spares httpcore's
-        # locks and anyio's cancel scopes a lookup of the running task each time they ask (~1% of the CPU).
+        # This thread runs only this asyncio loop; telling sniffio so (its documented hook) spares whatever still
+        # asks it (anyio, httpcore's primitives where `fetch/_sync.py` has not replaced them) a running-task lookup.
         sniffio.thread_local.name = "asyncio"
         self._clients: AwsClients | None = None
         self.extras: dict[str, Any] = {}
