@@ -359,9 +359,9 @@ def _strip_internal(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 class WaveGate:
     """Admits at most `size` records at a time, in groups: the gate reopens when half of those inside have
-    left, and then admits the free places together. Records admitted together ask for their slots together
-    (one coalesced reservation per host), as the records of a batch of `size` would; one at a time they
-    would each write alone. A slow record holds back at most half a group."""
+    left, and then admits the free places together (in arrival order, one a loop turn). Records admitted
+    together ask for their slots together (one coalesced reservation per host), as the records of a batch of
+    `size` would; one at a time they would each write alone. A slow record holds back at most half a group."""
 
     def __init__(self, size: int) -> None:
         if size < 1:
@@ -371,8 +371,8 @@ class WaveGate:
         self._inside = 0
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         """Records waiting to enter, first come first served. A reopening wakes the first; each one woken takes
-        its place when it runs and wakes the next while places are left, one a loop turn, as an
-        `asyncio.Condition` would admit them, without waking every waiter (~70 of a batch of 100 to admit ~16)."""
+        its place when it runs (as under the `asyncio.Condition` this replaces, which woke every waiter: ~70 of
+        a batch of 100 to admit ~16) and wakes the next while places are left."""
 
     async def __aenter__(self) -> None:
         if self._free > 0 and not self._waiting:

@@ -119,9 +119,9 @@ def use_asyncio_primitives() -> None:
     The process runs httpcore on asyncio only (each Lambda container runs one event loop). Raises
     RuntimeError when httpcore no longer looks these names up where 1.0 does, rather than run half-replaced.
     """
+    missing = [f"{m.__name__}.{n}" for m, names in _MODULES.items() for n in names if not hasattr(m, n)]
+    if missing:
+        raise RuntimeError(f"httpcore no longer uses {', '.join(missing)}")
     for module, names in _MODULES.items():
         for name in names:
-            current = getattr(module, name, None)
-            if current is None:
-                raise RuntimeError(f"httpcore's {module.__name__} no longer uses {name}")
             setattr(module, name, _REPLACEMENTS[name])

@@ -9,33 +9,41 @@ import pytest
 from seolens_core.crawl._worker import WaveGate
 
 
-def test_the_gate_reopens_when_half_have_left_and_admits_the_free_places_together() -> None:
-    admitted: list[int] = []
+class _Records:
+    """`n` records asking to enter `gate` at once, in order; each stays inside until it is released."""
 
-    async def main() -> None:
-        gate = WaveGate(4)
-        done = [asyncio.Event() for _ in range(10)]
+    def __init__(self, gate: WaveGate, n: int) -> None:
+        self.admitted: list[int] = []
+        self.release = [asyncio.Event() for _ in range(n)]
+        self.tasks = [asyncio.create_task(self._record(gate, i)) for i in range(n)]
 
-        async def record(i: int) -> None:
-            async with gate:
-                admitted.append(i)
-                await done[i].wait()
+    async def _record(self, gate: WaveGate, i: int) -> None:
+        async with gate:
+            self.admitted.append(i)
+            await self.release[i].wait()
 
-        tasks = [asyncio.create_task(record(i)) for i in range(10)]
-        await asyncio.sleep(0.01)
-        assert admitted == [0, 1, 2, 3]
-        done[0].set()
-        await asyncio.sleep(0.01)
-        assert admitted == [0, 1, 2, 3]  # three inside: a semaphore would admit one now, alone
-        done[1].set()
-        await asyncio.sleep(0.01)
-        assert admitted == [0, 1, 2, 3, 4, 5]  # two inside: the two free places, together
-        for event in done:
+    async def finish(self) -> None:
+        """Release every record and wait for all (the cancelled ones included)."""
+        for event in self.release:
             event.set()
-        await asyncio.gather(*tasks)
-        assert sorted(admitted) == list(range(10))
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
-    asyncio.run(main())
+
+def test_the_gate_reopens_when_half_have_left_and_admits_the_free_places_together() -> None:
+    async def main() -> list[int]:
+        records = _Records(WaveGate(4), 10)
+        await asyncio.sleep(0.01)
+        assert records.admitted == [0, 1, 2, 3]
+        records.release[0].set()
+        await asyncio.sleep(0.01)
+        assert records.admitted == [0, 1, 2, 3]  # three inside: a semaphore would admit one now, alone
+        records.release[1].set()
+        await asyncio.sleep(0.01)
+        assert records.admitted == [0, 1, 2, 3, 4, 5]  # two inside: the two free places, together
+        await records.finish()
+        return records.admitted
+
+    assert sorted(asyncio.run(main())) == list(range(10))
 
 
 def test_a_record_that_fails_inside_still_leaves() -> None:
@@ -60,31 +68,21 @@ def test_size_must_be_positive() -> None:
 
 
 def test_waiters_enter_in_arrival_order_and_a_cancelled_one_takes_no_place() -> None:
-    """A waiter cancelled while it waits leaves no trace; one cancelled after it was handed its place (before
-    it ran) gives the place on: the gate neither leaks nor loses places."""
+    """A waiter cancelled while it waits leaves no trace; one cancelled after it was woken (before it ran)
+    passes the wake on: the gate neither leaks nor loses places."""
 
     async def main() -> tuple[list[int], int, int]:
         gate = WaveGate(2)
-        admitted: list[int] = []
-        release = [asyncio.Event() for _ in range(6)]
-
-        async def record(i: int) -> None:
-            async with gate:
-                admitted.append(i)
-                await release[i].wait()
-
-        tasks = [asyncio.create_task(record(i)) for i in range(6)]
+        records = _Records(gate, 6)
         await asyncio.sleep(0.01)
-        tasks[2].cancel()  # waiting
+        records.tasks[2].cancel()  # waiting
         await asyncio.sleep(0.01)
-        release[0].set()  # one of two inside left: the gate reopens, 3 is handed the free place
-        await asyncio.sleep(0)  # 0 leaves and hands the place on; 3 has not run yet
-        tasks[3].cancel()  # so 3 gives it to 4
+        records.release[0].set()  # one of two inside left: the gate reopens and wakes 3
+        await asyncio.sleep(0)  # 0 leaves and wakes 3, which has not run yet
+        records.tasks[3].cancel()  # so 3 wakes 4
         await asyncio.sleep(0.01)
-        inside_then = list(admitted)
-        for event in release:
-            event.set()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        inside_then = list(records.admitted)
+        await records.finish()
         left_inside = gate._inside
 
         async def enter_and_leave() -> None:
@@ -100,31 +98,21 @@ def test_waiters_enter_in_arrival_order_and_a_cancelled_one_takes_no_place() -> 
 
 
 def test_a_reopening_admits_one_waiter_a_loop_turn() -> None:
-    """As an `asyncio.Condition` admitted them: each admitted waiter takes its place when it runs and wakes the
-    next. Handing every freed place out in one turn started a reopened group's records together, which slowed
-    polite crawls of many hosts (`bench_politeness.py`, 20 hosts: 36-40 s against 30-32)."""
+    """Each woken waiter takes its place when it runs and wakes the next. 225eb75 handed the places out as a
+    record left (taken before the admitted ran, all in one turn), and polite crawls of many hosts slowed
+    (`bench_politeness.py`, 20 hosts: 36-40 s in 3 of 5 runs against 30-32); this fails on it. The
+    `asyncio.Condition` gate before it also let both run in one turn (it fails this too) and was not slow."""
 
     async def main() -> list[int]:
-        gate = WaveGate(4)
-        admitted: list[int] = []
-        release = [asyncio.Event() for _ in range(8)]
-
-        async def record(i: int) -> None:
-            async with gate:
-                admitted.append(i)
-                await release[i].wait()
-
-        tasks = [asyncio.create_task(record(i)) for i in range(8)]
+        records = _Records(WaveGate(4), 8)
         await asyncio.sleep(0.01)
-        release[0].set()
-        release[1].set()  # two of four inside leave: the gate reopens with two places
+        records.release[0].set()
+        records.release[1].set()  # two of four inside leave: the gate reopens with two places
         seen = []
         for _ in range(20):
             await asyncio.sleep(0)
-            seen.append(len(admitted))
-        for event in release:
-            event.set()
-        await asyncio.gather(*tasks)
+            seen.append(len(records.admitted))
+        await records.finish()
         return seen
 
     seen = asyncio.run(main())

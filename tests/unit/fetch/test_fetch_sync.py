@@ -40,6 +40,16 @@ def test_building_the_fetch_pool_points_httpcore_at_asyncios_primitives() -> Non
         assert http2.AsyncShieldCancellation is NoShield
 
 
+def test_an_httpcore_without_one_of_the_names_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """All names are checked before any is replaced: no half-replaced httpcore."""
+    stock = object()
+    monkeypatch.setattr(connection, "AsyncLock", stock)
+    monkeypatch.delattr(http2, "AsyncSemaphore")
+    with pytest.raises(RuntimeError, match="AsyncSemaphore"):
+        use_asyncio_primitives()
+    assert connection.AsyncLock is stock
+
+
 def test_anyios_shield_does_not_hold_off_asyncios_own_cancellation() -> None:
     """Why `NoShield` loses nothing: the fetcher's deadline is `asyncio.timeout`, which anyio's shield lets
     through (if anyio ever holds it off, this fails and `_sync.py` must shield too)."""
