@@ -11,7 +11,9 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -37,7 +39,9 @@ class SiteSpec:
     """A named fixture host: exact-path routes, an optional fallback for every other path, and its address.
 
     Routes are looked up by path without the query; the fallback (or a 404) answers the rest.
-    port 0 picks a free port at start; any 127.x.y.z address works on Linux.
+    port 0 picks a free port at start; any 127.x.y.z address works on Linux. With `tls`, the site's port
+    answers TLS and plain HTTP alike (told apart by the first byte; `RequestRecord.tls` says which) and its
+    base URL is https: the same host and port over both schemes, as a misconfigured real site can be.
     """
 
     name: str
@@ -45,6 +49,7 @@ class SiteSpec:
     fallback: RouteLike | None = None
     ip: str = "127.0.0.1"
     port: int = 0
+    tls: ssl.SSLContext | None = None
 
     def route_for(self, path: str) -> RouteLike:
         route = self.routes.get(path)
@@ -76,6 +81,7 @@ class RequestRecord:
     connection: int
     outcome: str
     headers: Headers = ()
+    tls: bool = False
 
     @property
     def duration(self) -> float | None:
@@ -99,6 +105,7 @@ class _Entry:
     status: int | None = None
     bytes_sent: int = 0
     outcome: str = "in_flight"
+    tls: bool = False
 
     def snapshot(self) -> RequestRecord:
         return RequestRecord(
@@ -115,6 +122,7 @@ class _Entry:
             connection=self.connection,
             outcome=self.outcome,
             headers=self.request.headers,
+            tls=self.tls,
         )
 
 
@@ -126,8 +134,8 @@ class RequestLog:
         self._entries: list[_Entry] = []
         self._sink = sink
 
-    def begin(self, site: str, request: Request, connection: int) -> _Entry:
-        entry = _Entry(site, request, time.monotonic(), time.time(), connection)
+    def begin(self, site: str, request: Request, connection: int, tls: bool = False) -> _Entry:
+        entry = _Entry(site, request, time.monotonic(), time.time(), connection, tls=tls)
         with self._lock:
             self._entries.append(entry)
         return entry
@@ -171,7 +179,7 @@ class _Bound:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.spec.ip}:{self.port}"
+        return f"{'https' if self.spec.tls else 'http'}://{self.spec.ip}:{self.port}"
 
 
 class _ClientGone(Exception):
@@ -326,6 +334,10 @@ class FixtureServer(LogQueries):
         bound = self._bound(site)
         return bound.spec.ip, bound.port
 
+    def base_url(self, site: str) -> str:
+        """'http://IP:PORT' of a started site, 'https://' for a TLS site (no trailing slash)."""
+        return self._bound(site).base_url
+
     @property
     def sites(self) -> Mapping[str, SiteSpec]:
         return {name: bound.spec for name, bound in self._sites.items()}
@@ -354,9 +366,7 @@ class FixtureServer(LogQueries):
                 await self._connection(bound, reader, writer)
 
             for _ in range(50):
-                server = await asyncio.start_server(
-                    handler, host=bound.spec.ip, port=bound.spec.port, limit=self._max_head
-                )
+                server = await self._listen(bound.spec, handler)
                 port = int(server.sockets[0].getsockname()[1])
                 origin = (bound.spec.ip, port)
                 # A fresh site never reuses an origin an earlier site of this process had: crawlers keep
@@ -369,6 +379,16 @@ class FixtureServer(LogQueries):
             bound.server = server
             bound.port = port
             self._urls[name] = bound.base_url
+
+    async def _listen(
+        self, spec: SiteSpec, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
+    ) -> asyncio.Server:
+        if spec.tls is None:
+            return await asyncio.start_server(handler, host=spec.ip, port=spec.port, limit=self._max_head)
+        tls, limit = spec.tls, self._max_head
+        return await asyncio.get_running_loop().create_server(
+            lambda: _TlsOrPlain(tls, handler, limit), host=spec.ip, port=spec.port
+        )
 
     async def _close(self) -> None:
         servers = [b.server for b in self._sites.values() if b.server is not None]
@@ -391,6 +411,7 @@ class FixtureServer(LogQueries):
         number = next(self._connections)
         peer = writer.get_extra_info("peername")
         client = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else ("", 0)
+        tls = writer.get_extra_info("ssl_object") is not None
         aborted = False
         try:
             while True:
@@ -419,7 +440,7 @@ class FixtureServer(LogQueries):
                         request.method, request.target, request.version, request.headers, body, client
                     )
                 bound.requests += 1
-                entry = self._log.begin(bound.spec.name, request, number)
+                entry = self._log.begin(bound.spec.name, request, number, tls=tls)
                 outcome = "cancelled"
                 keep = False
                 try:
@@ -521,6 +542,62 @@ class FixtureServer(LogQueries):
         with contextlib.suppress(ConnectionError, OSError):
             writer.write(render_head(response, len(response.body), keep_alive=False) + response.body)
             await writer.drain()
+
+
+class _TlsOrPlain(asyncio.StreamReaderProtocol):
+    """A connection of a TLS site: nothing is read until the first byte arrives; a TLS handshake starts
+    with 0x16 (a ClientHello record), anything else is plain HTTP. Then it is an ordinary stream connection."""
+
+    def __init__(
+        self,
+        tls: ssl.SSLContext,
+        handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any],
+        limit: int,
+    ) -> None:
+        super().__init__(asyncio.StreamReader(limit=limit), handler)
+        self._tls = tls
+        self._choosing: asyncio.Task[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()  # before the loop's first read: the first byte stays in the socket
+        self._choosing = asyncio.get_running_loop().create_task(self._choose(transport))
+
+    async def _choose(self, transport: asyncio.Transport) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            first = await _peek_byte(transport.get_extra_info("socket").fileno())
+            if first == b"\x16":
+                tls_transport = await loop.start_tls(transport, self, self._tls, server_side=True)
+                if tls_transport is None:
+                    raise ConnectionError("TLS handshake did not finish")
+                super().connection_made(tls_transport)
+            else:
+                super().connection_made(transport)
+                transport.resume_reading()
+        except (OSError, ssl.SSLError, ConnectionError):
+            transport.abort()
+
+
+async def _peek_byte(fileno: int) -> bytes:
+    """The socket's first byte, left unread (b"" when the peer closed first)."""
+    loop = asyncio.get_running_loop()
+    peek = socket.socket(fileno=os.dup(fileno))
+    try:
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def ready() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(peek.fileno(), ready)
+        try:
+            await readable
+        finally:
+            loop.remove_reader(peek.fileno())
+        return peek.recv(1, socket.MSG_PEEK)
+    finally:
+        peek.close()
 
 
 def _client_keeps_alive(request: Request) -> bool:

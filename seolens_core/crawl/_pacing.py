@@ -669,9 +669,7 @@ async def paced_fetch(
                 return clock() <= start_by
 
             if clock() <= start_by:
-                result = await fetcher.fetch(
-                    url, headers=settings.secret_headers(), method="GET", may_send=at_start
-                )
+                result = await fetcher.fetch(url, method="GET", may_send=at_start)
                 if result.error is None or result.error.kind is not FetchErrorKind.LATE_START:
                     return PacedFetch(slot, result)
             if attempt + 1 < LATE_RETRIES:

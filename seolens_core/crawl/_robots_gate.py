@@ -314,7 +314,7 @@ class RobotsGate:
             entry = _Entry(stored, _rules(stored, agents), agents, now)
             self._cache[origin] = entry
             return entry
-        outcome = await self._fetch(origin, fetcher, settings)
+        outcome = await self._fetch(origin, fetcher)
         if outcome is None:
             await self._release_lease(origin)
             return RobotsAnswer(False, reason="host refused by the SSRF guard", finding="ALERT_SSRF_BLOCKED")
@@ -357,16 +357,13 @@ class RobotsGate:
             UpdateExpression="REMOVE lease_until",
         )
 
-    async def _fetch(
-        self, origin: str, fetcher: Fetcher, settings: CrawlSettings
-    ) -> RobotsFetchOutcome | None:
+    async def _fetch(self, origin: str, fetcher: Fetcher) -> RobotsFetchOutcome | None:
         """GET /robots.txt following up to max_redirects hops (each hop SSRF-checked); None if refused."""
         url = f"{origin}/robots.txt"
         seen = {url}
         hops = 0
-        headers = settings.secret_headers()
         while True:
-            result = await fetcher.fetch(url, headers=headers)
+            result = await fetcher.fetch(url)
             if result.error is not None:
                 if result.error.kind is FetchErrorKind.SSRF_BLOCKED:
                     return None

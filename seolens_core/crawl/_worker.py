@@ -30,7 +30,7 @@ from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_redirect
 from seolens_core.crawl._pacing import PacedFetch, Unclaimed, paced_fetch
 from seolens_core.crawl._pages import error_row, page_row, skipped_row
 from seolens_core.crawl._ports import PacingPort, RobotsPort
-from seolens_core.fetch import AddressPolicy, Fetcher, FetchResult
+from seolens_core.fetch import AddressPolicy, Credentials, CredentialScope, Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.politeness import WindowReport
 from seolens_core.settings import CrawlSettings
@@ -108,6 +108,10 @@ def default_fetcher(settings: CrawlSettings, policy: AddressPolicy) -> Fetcher:
         total_timeout_s=f.total_timeout_s,
         max_body_bytes=f.max_body_bytes,
         http2=f.http2,
+        credentials=Credentials(
+            settings.secret_headers(),
+            CredentialScope.for_start_urls(settings.start_urls, settings.include_subdomains),
+        ),
     )
 
 

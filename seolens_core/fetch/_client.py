@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from seolens_core.fetch._credentials import Credentials
 from seolens_core.fetch._decode import BoundedDecoder
 from seolens_core.fetch._guard import AddressPolicy
 from seolens_core.fetch._pool import pooled_transport
@@ -171,8 +172,10 @@ class Fetcher:
         http2: bool = True,
         resolver: Resolver = system_resolver,
         transport: httpx.AsyncBaseTransport | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self._policy = policy
+        self._credentials = credentials if credentials is not None else Credentials()
         self._resolver = resolver
         self._total_timeout_s = total_timeout_s
         self._max_body_bytes = max_body_bytes
@@ -248,6 +251,8 @@ class Fetcher:
             "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
             "Accept-Encoding": "gzip, deflate, br",
             **headers,
+            # The one place the crawl's secrets join a request: only for a URL in their scope.
+            **self._credentials.for_url(parsed),
             "Host": parsed.netloc.decode("ascii"),
         }
         sent_at: list[float] = []

@@ -144,13 +144,22 @@ def _never_connected(connection: AsyncConnectionInterface) -> bool:
     return isinstance(connection, httpcore.AsyncHTTPConnection) and connection._connection is None
 
 
-def pooled_transport(*, http2: bool, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
+def crawler_ssl_context() -> ssl.SSLContext:
+    """The verifying TLS context of the fetch path: certifi's CA bundle, host names checked (tests that
+    serve TLS on loopback replace this function to trust their own CA)."""
+    return httpx.create_ssl_context(trust_env=False)
+
+
+def pooled_transport(
+    *, http2: bool, limits: httpx.Limits, ssl_context: ssl.SSLContext | None = None
+) -> httpx.AsyncHTTPTransport:
     """httpx's transport with its connection pool built as httpx builds it (no proxy, no environment), as a
     `LinearPool` on `KeptSocketBackend`: httpx takes neither, so its pool is replaced. httpcore's locks and
     shields become asyncio's (`_sync.py`)."""
     use_asyncio_primitives()
     # One CA bundle load, shared by the transport and the pool that replaces its own.
-    ssl_context = httpx.create_ssl_context(trust_env=False)
+    if ssl_context is None:
+        ssl_context = crawler_ssl_context()
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, http2=http2, limits=limits, trust_env=False)
     if not isinstance(getattr(transport, "_pool", None), httpcore.AsyncConnectionPool):
         raise RuntimeError("httpx.AsyncHTTPTransport no longer keeps an httpcore pool in `_pool`")
