@@ -59,7 +59,8 @@ _PIPELINE = [
         S.NOTICE,
         C.CRAWL,
         "robots.txt too large to store whole",
-        "Rules beyond the stored part were ignored; keep robots.txt well under 500 KiB.",
+        "Only its records were stored (same rules), or, if even they did not fit, the host was disallowed;"
+        " keep robots.txt well under 500 KiB.",
     ),
     (
         "ALERT_SSRF_BLOCKED",

@@ -6,8 +6,11 @@ item under that lease, never from a container's cache. A container keeps a defin
 past its `valid_until`) and a pending or failing one for 10 s, as another worker's retry may replace it.
 
 robots.txt may be 500 KiB (RFC 9309) but a DynamoDB item holds 400 KB: the texts live zlib-compressed in a
-Binary attribute (`text_z`), the decision JSON refers to them. A text that still does not fit is cut at a line
-boundary to fit; the item then carries `finding` = ALERT_ROBOTS_TEXT_TRUNCATED and the original size.
+Binary attribute (`text_z`), the decision JSON refers to them. Storage never makes the rules more permissive:
+a text that still does not fit is replaced by its records alone (`compact_robots_text`: the same rules for
+every agent, without comments, unknown lines or garbage), and if even those do not fit, by a disallow-all
+text (a prefix could drop a Disallow). The item then carries `finding` = ALERT_ROBOTS_TEXT_TRUNCATED and the
+original size. The worker that fetched robots.txt applies the stored form too, as every other worker does.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from seolens_core.robots import (
     RobotsRules,
     RobotsSettings,
     RobotsState,
+    compact_robots_text,
     crawl_delay_policy,
     decide_robots,
     decision_for,
@@ -91,22 +95,21 @@ class StoredText:
     truncated: bool
 
 
+DISALLOW_ALL_TEXT = "User-agent: *\nDisallow: /\n"
+"""What is stored when not even a robots.txt's records fit: nothing of the host may be fetched."""
+
+
 def _fit(text: str, budget: int) -> tuple[bytes, str, bool]:
-    """zlib of `text`, or of its longest prefix cut at a line boundary whose zlib fits `budget`."""
-    raw = text.encode("utf-8")
-    packed = zlib.compress(raw, 9)
+    """zlib of `text`, else of its records alone, else of a disallow-all text, whichever fits `budget` first;
+    True when it is not `text` itself."""
+    packed = zlib.compress(text.encode("utf-8"), 9)
     if len(packed) <= budget:
         return packed, text, False
-    lo, hi = 0, len(raw)  # invariant: prefix of lo bytes fits, of hi bytes does not
-    while hi - lo > 1024:
-        mid = (lo + hi) // 2
-        if len(zlib.compress(raw[:mid], 9)) <= budget:
-            lo = mid
-        else:
-            hi = mid
-    cut = raw.rfind(b"\n", 0, lo)
-    kept = raw[: cut + 1] if cut >= 0 else b""
-    return zlib.compress(kept, 9), kept.decode("utf-8", "ignore"), True
+    compact = compact_robots_text(text)
+    packed = zlib.compress(compact.encode("utf-8"), 9)
+    if len(packed) <= budget:
+        return packed, compact, True
+    return zlib.compress(DISALLOW_ALL_TEXT.encode("utf-8"), 9), DISALLOW_ALL_TEXT, True
 
 
 def decision_to_item(
@@ -328,8 +331,9 @@ class RobotsGate:
         self.fetches += 1
         attrs, text = decision_to_item(decision)
         if text is not None and text.truncated:
+            decision = decision_from_item(attrs) or decision  # apply what every other worker will read
             _log.warning(
-                "robots.txt of %s cut to fit the hosts table (%d bytes, %s)",
+                "robots.txt of %s stored as its records only, or disallow-all (%d bytes, %s)",
                 origin,
                 text.original_bytes,
                 ALERT_ROBOTS_TEXT_TRUNCATED,

@@ -24,7 +24,7 @@ from ._policy import (
     decision_for,
     rules_for,
 )
-from ._rules import DEFAULT_AGENTS, DEFAULT_MAX_BYTES, RobotsRules, decode_robots_body
+from ._rules import DEFAULT_AGENTS, DEFAULT_MAX_BYTES, RobotsRules, compact_robots_text, decode_robots_body
 from ._settings import DEFAULT_ROBOTS_SETTINGS, RobotsSettings, validate_settings
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "RobotsRules",
     "RobotsSettings",
     "RobotsState",
+    "compact_robots_text",
     "crawl_delay_policy",
     "decide_robots",
     "decision_for",

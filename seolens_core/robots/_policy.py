@@ -244,6 +244,10 @@ def decide_robots(
     return _unreachable(outcome, previous, now, settings)
 
 
+STORED_TEXT_MAX_BYTES = 1 << 62
+"""No cut when a decision's text is parsed again: it was cut when the body was decided."""
+
+
 class PageAction(enum.Enum):
     """What a worker does with a page of a host, given the host's stored robots decision."""
 
@@ -266,7 +270,8 @@ class PageVerdict:
 def rules_for(decision: RobotsDecision, agents: tuple[str, ...] = DEFAULT_AGENTS) -> RobotsRules:
     """The matcher for a decision (parse once per host and keep it next to the decision)."""
     if decision.mode is RobotsMode.PARSED:
-        return RobotsRules.parse(decision.rules_text or "", agents)
+        # The text was cut to `max_bytes` when decided; a stored compact form may be longer than its source.
+        return RobotsRules.parse(decision.rules_text or "", agents, max_bytes=STORED_TEXT_MAX_BYTES)
     if decision.mode is RobotsMode.DISALLOW_ALL:
         return RobotsRules.parse("User-agent: *\nDisallow: /\n", agents)
     return RobotsRules.parse("", agents)

@@ -78,6 +78,25 @@ def decode_robots_body(content: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES)
     return data.decode("utf-8-sig", "replace"), truncated
 
 
+def compact_robots_text(text: str) -> str:
+    """The records of `text` that decide what any crawler may fetch, one per line: each group's agents, rules
+    and Crawl-delay values, then the Sitemap lines. Parsed, it gives every agent the same rules as `text`
+    (comments, unknown records and unreadable lines are what it drops), so a store that cannot hold a big
+    robots.txt whole keeps this instead of a prefix, which could lose a Disallow."""
+    groups, sitemaps = _read_groups(text)
+    lines: list[str] = []
+    for group in groups:
+        if not group.tokens:
+            continue  # no agent can match it
+        lines += [f"User-agent: {token}" for token in sorted(group.tokens)]
+        lines += [f"{'Allow' if allow else 'Disallow'}: {value}" for allow, value in group.rules]
+        lines += [f"Crawl-delay: {delay}" for delay in group.delays]
+        if not group.rules and not group.delays:
+            lines.append("Disallow:")  # ends the group (it disallows nothing), as its next record did
+    lines += [f"Sitemap: {sitemap}" for sitemap in sitemaps]
+    return "".join(f"{line}\n" for line in lines)
+
+
 def _directive(line: str) -> tuple[str, str] | None:
     """Split a comment-free, stripped line into (canonical field, value); None for unknown records."""
     name, colon, value = line.partition(":")

@@ -1,5 +1,5 @@
-"""RobotsGate on the embedded moto server: big robots.txt stored compressed (or cut, with a finding) within
-DynamoDB's 400 KB item limit, and the retry back-off kept from the stored state across containers and races."""
+"""RobotsGate on the embedded moto server: big robots.txt stored compressed (or as its records only, or as
+disallow-all, with a finding) within DynamoDB's 400 KB item limit, and the retry back-off kept from the stored state across containers and races."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from aiobotocore.session import get_session
 from infra.local.moto_server import EmbeddedMoto
 from seolens_core.crawl._robots_gate import (
     ALERT_ROBOTS_TEXT_TRUNCATED,
+    DISALLOW_ALL_TEXT,
     KIND,
     TEXT_BUDGET_BYTES,
     RobotsGate,
@@ -168,7 +169,10 @@ def test_500_kib_robots_is_stored_compressed_and_applied(moto_server: EmbeddedMo
     asyncio.run(scenario())
 
 
-def test_uncompressible_robots_is_cut_with_a_finding(moto_server: EmbeddedMoto) -> None:
+def test_uncompressible_robots_is_stored_as_disallow_all_with_a_finding(moto_server: EmbeddedMoto) -> None:
+    """Rules that cannot be stored whole are never cut to a prefix (it could drop a Disallow): the host is
+    disallowed, with a finding, rather than allowed what the site forbids."""
+
     async def scenario() -> None:
         async with hosts_table(moto_server) as (client, table):
             text = _big_incompressible()
@@ -181,19 +185,18 @@ def test_uncompressible_robots_is_cut_with_a_finding(moto_server: EmbeddedMoto) 
             fetcher = FakeFetcher(200, text.encode())
             gate = RobotsGate(client, table)
             now = time.time()
-            early = await gate.check(HOST, "/early/page", SETTINGS, cast(Fetcher, fetcher), now)
-            assert not early.allowed  # the decision is kept: the rules that fit still apply
+            for path in ("/early/page", "/zz-last/x", "/open"):
+                assert not (await gate.check(HOST, path, SETTINGS, cast(Fetcher, fetcher), now)).allowed
             item = await _item(client, table)
             assert item["finding"]["S"] == ALERT_ROBOTS_TEXT_TRUNCATED
             assert int(item["text_bytes"]["N"]) == len(text.encode())
-            kept = int(item["kept_bytes"]["N"])
-            assert 0 < kept < len(text.encode())
             assert len(item["text_z"]["B"]) <= TEXT_BUDGET_BYTES
             assert _item_bytes(item) < DYNAMODB_ITEM_LIMIT
             stored = await RobotsGate(client, table).stored_decision(HOST)
             assert stored is not None and stored.mode is RobotsMode.PARSED
-            assert stored.rules_text is not None and text.startswith(stored.rules_text)
-            assert stored.rules_text.endswith("\n"), "cut at a line boundary"
+            assert stored.rules_text == DISALLOW_ALL_TEXT
+            other = RobotsGate(client, table)
+            assert not (await other.check(HOST, "/zz-last/x", SETTINGS, cast(Fetcher, fetcher), now)).allowed
 
     asyncio.run(scenario())
 
@@ -295,5 +298,40 @@ def test_records_meeting_a_host_together_share_one_read(moto_server: EmbeddedMot
             assert all(a.allowed for a in answers)
             assert reads == [HOST]
             assert ok.calls == 1
+
+    asyncio.run(scenario())
+
+
+def _cr_only_garbage_robots(seed: int = 9) -> bytes:
+    """10 MiB: CR-only line ends (RFC 9309 allows CR, LF and CRLF), `Disallow: /blocked/` near the top, then
+    binary garbage (random bytes: CRs among them, no LF)."""
+    head = b"# the shop\rUser-agent: *\rDisallow: /blocked/\r"
+    noise = bytes(b for b in random.Random(seed).randbytes(10 * 1024 * 1024 + 4096) if b != 0x0A)
+    return (head + noise)[: 10 * 1024 * 1024]
+
+
+def test_cr_only_robots_with_garbage_keeps_its_rules_in_storage(moto_server: EmbeddedMoto) -> None:
+    """Storage may never make robots.txt more permissive: the rules of the first 500 KiB survive the cut to
+    the item limit, whatever the line ends, for the worker that fetched it and every other one."""
+
+    async def scenario() -> None:
+        async with hosts_table(moto_server) as (client, table):
+            fetcher = FakeFetcher(200, _cr_only_garbage_robots())
+            gate, now = RobotsGate(client, table), time.time()
+            for n in range(1, 6):
+                answer = await gate.check(HOST, f"/blocked/{n}", SETTINGS, cast(Fetcher, fetcher), now)
+                assert not answer.allowed and answer.finding == "ALERT_ROBOTS_DISALLOWED", n
+            assert (await gate.check(HOST, "/open", SETTINGS, cast(Fetcher, fetcher), now)).allowed
+            item = await _item(client, table)
+            assert len(item["text_z"]["B"]) <= TEXT_BUDGET_BYTES and _item_bytes(item) < DYNAMODB_ITEM_LIMIT
+            assert item["finding"]["S"] == ALERT_ROBOTS_TEXT_TRUNCATED  # stored as its records alone
+            stored = await gate.stored_decision(HOST)
+            assert stored is not None and stored.rules_text == "User-agent: *\nDisallow: /blocked/\n"
+            other = RobotsGate(client, table)  # another container reads the stored copy
+            for n in range(1, 6):
+                answer = await other.check(HOST, f"/blocked/{n}", SETTINGS, cast(Fetcher, fetcher), now)
+                assert not answer.allowed, n
+            assert (await other.check(HOST, "/open", SETTINGS, cast(Fetcher, fetcher), now)).allowed
+            assert fetcher.calls == 1
 
     asyncio.run(scenario())

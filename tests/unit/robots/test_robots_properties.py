@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seolens_core.robots import RobotsRules
+from seolens_core.robots import RobotsRules, compact_robots_text, decode_robots_body
 
 _FRAGMENTS = [
     b"User-agent: ",
@@ -75,3 +75,36 @@ def test_rule_order_does_not_matter(lines: list[str], seed: int) -> None:
     first = RobotsRules.parse("User-agent: *\n" + "\n".join(lines))
     second = RobotsRules.parse("User-agent: *\n" + "\n".join(shuffled))
     assert [first.can_fetch(p) for p in _PATHS] == [second.can_fetch(p) for p in _PATHS]
+
+
+_PATHS = ["/", "/a", "/a/b", "/private/x", "/x?y=1", "/%2F", "/$", "/robots.txt", "/\x00", "/SEOLens"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=robots_bytes, agent=st.sampled_from(["SEOLens", "Googlebot", "Other", "*"]))
+def test_the_compact_form_gives_every_agent_the_same_rules(body: bytes, agent: str) -> None:
+    """What storage keeps of a big robots.txt (`compact_robots_text`) is, for any agent, the same file."""
+    text, _ = decode_robots_body(body)
+    original = RobotsRules.parse(text, (agent, "*") if agent != "*" else ("*",))
+    compact = RobotsRules.parse(compact_robots_text(text), (agent, "*") if agent != "*" else ("*",))
+    assert compact.applied_agent == original.applied_agent
+    assert compact.crawl_delay == original.crawl_delay
+    assert compact.sitemaps == original.sitemaps
+    assert [compact.can_fetch(p) for p in _PATHS] == [original.can_fetch(p) for p in _PATHS]
+
+
+def test_compact_form_keeps_groups_apart_and_drops_only_noise() -> None:
+    text = (
+        "# shop\rUser-agent: SEOLens\rUser-agent: other\rSitemap: /m.xml\rAllow: /a\r"
+        "User-agent: nobody\r"  # joins the next one: a group ends at its first rule, not at a blank line
+        "User-agent: *\rDisallow: /x\rUser-agent: late\r\r"
+        "Disallow /lenient\rdisallow: /b # why\rcrawl-delay: 2\rnot a record\r\x00\xff"
+        "\rSitemap: https://shop.test/s.xml\rUser-agent: tail\r"  # a group with no rule at all
+    )
+    assert compact_robots_text(text) == (
+        "User-agent: other\nUser-agent: seolens\nAllow: /a\n"
+        "User-agent: *\nUser-agent: nobody\nDisallow: /x\n"
+        "User-agent: late\nDisallow: /lenient\nDisallow: /b\nCrawl-delay: 2\n"
+        "User-agent: tail\nDisallow:\n"
+        "Sitemap: /m.xml\nSitemap: https://shop.test/s.xml\n"
+    )
