@@ -13,6 +13,7 @@ from __future__ import annotations
 import socket
 import ssl
 import typing
+import weakref
 
 import httpcore
 import httpx
@@ -100,7 +101,23 @@ class LinearPool(httpcore.AsyncConnectionPool):
     the request it was made for is cancelled before connecting it (a fetch's deadline while it waits for
     a connection): an HTTP/1.1 one is then neither idle, closed nor available, and holds a slot of the
     pool until the pool is full of them and every fetch times out.
+
+    Connections are matched by origin and by TLS server name (SNI, the `sni_hostname` extension), not by
+    origin alone: the fetcher connects to a checked IP address, so two host names on one IP:port share an
+    origin, and reusing a.test's verified connection for b.test would skip b.test's certificate check.
     """
+
+    def __init__(self, *args: typing.Any, **kwargs: typing.Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._server_names: weakref.WeakKeyDictionary[AsyncConnectionInterface, object] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _new_connection(self, origin: httpcore.Origin, server_name: object) -> AsyncConnectionInterface:
+        connection = self.create_connection(origin)
+        self._server_names[connection] = server_name
+        self._connections.append(connection)
+        return connection
 
     def _assign_requests_to_connections(self) -> list[AsyncConnectionInterface]:
         closing_connections = []
@@ -116,25 +133,28 @@ class LinearPool(httpcore.AsyncConnectionPool):
                 self._connections.remove(connection)
                 closing_connections.append(connection)
 
+        names = self._server_names
         for pool_request in [request for request in self._requests if request.is_queued()]:
             origin = pool_request.request.url.origin
+            name = pool_request.request.extensions.get("sni_hostname")
             available = next(
-                (c for c in self._connections if c.can_handle_request(origin) and c.is_available()), None
+                (
+                    c
+                    for c in self._connections
+                    if c.can_handle_request(origin) and names.get(c) == name and c.is_available()
+                ),
+                None,
             )
             if available is not None:
                 pool_request.assign_to_connection(available)
             elif len(self._connections) < self._max_connections:
-                connection = self.create_connection(origin)
-                self._connections.append(connection)
-                pool_request.assign_to_connection(connection)
+                pool_request.assign_to_connection(self._new_connection(origin, name))
             else:
                 idle = next((c for c in self._connections if c.is_idle()), None)
                 if idle is not None:
                     self._connections.remove(idle)
                     closing_connections.append(idle)
-                    connection = self.create_connection(origin)
-                    self._connections.append(connection)
-                    pool_request.assign_to_connection(connection)
+                    pool_request.assign_to_connection(self._new_connection(origin, name))
         return closing_connections
 
 

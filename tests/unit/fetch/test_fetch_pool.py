@@ -231,7 +231,7 @@ class _Connection:
 
 class _Request:
     def __init__(self, origin: str, queued: bool) -> None:
-        self.request = SimpleNamespace(url=SimpleNamespace(origin=origin))
+        self.request = SimpleNamespace(url=SimpleNamespace(origin=origin), extensions={})
         self.queued = queued
         self.assigned: list[str] = []
         self.connection: _Connection | None = None
@@ -244,7 +244,7 @@ class _Request:
 
 
 def test_linear_pool_assigns_as_httpcores_pool_does() -> None:
-    """`LinearPool`'s assignment pass against upstream's, on 3,000 random pools (closed, expired, idle,
+    """`LinearPool`'s assignment pass against upstream's (requests without a TLS server name), on 3,000 random pools (closed, expired, idle,
     busy and multiplexing connections to three origins, queued and started requests, tight limits): the
     same connections kept, closed and created, in the same order, and the same request assignments."""
     rng = random.Random(7)
