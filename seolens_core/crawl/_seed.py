@@ -22,6 +22,7 @@ from seolens_core.crawl._links import CrawlScope
 from seolens_core.crawl._pacing import PacedFetch, paced_fetch
 from seolens_core.crawl._ports import PacingPort, RobotsPort
 from seolens_core.crawl._progress import progress_wait_s
+from seolens_core.crawl._seed_cursor import SeedCursors
 from seolens_core.crawl._worker import default_fetcher
 from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
@@ -92,7 +93,10 @@ class Seeder:
         scope = CrawlScope.from_settings(settings, s.clock())
         sitemap_fetch = settings.fetch.model_copy(update={"max_body_bytes": SITEMAP_MAX_BYTES})
         fetcher = default_fetcher(settings.model_copy(update={"fetch": sitemap_fetch}), scope.address_policy)
+        cursors = SeedCursors(s.results)
         try:
+            if cursor is not None:
+                cursor = await cursors.load(cursor)
             if cursor is None:
                 if record.status is CrawlStatus.QUEUED:
                     await s.crawls.set_status(
@@ -166,7 +170,7 @@ class Seeder:
             await s.results.put_part(crawl_id, "seed", "findings", cursor["findings"])
         return {
             "crawl_id": crawl_id,
-            "cursor": None if done else cursor,
+            "cursor": None if done else await cursors.save(crawl_id, cursor),
             "seed_done": done,
             "wait_seconds": wait if not done else 0,
         }

@@ -9,6 +9,10 @@ Task `TimeoutSeconds` is the exception: the invoke runs in real time, so it is m
 `time.monotonic` on a worker thread, and a timed-out worker is abandoned (Python threads cannot be
 killed), which matches AWS where the Lambda keeps running after the state times out.
 
+Payload size: every state's input and output, a task's parameters and its raw result are limited to 256 KiB
+of UTF-8 JSON, as on AWS; over it the execution fails with `States.DataLimitExceeded`, which no `States.ALL`
+Retry or Catch handles (only a rule naming it does), so a `MarkFailed` behind `States.ALL` never runs.
+
 Simplifications: HeartbeatSeconds is accepted and ignored; a Task without TimeoutSeconds runs on the
 caller's thread, so neither cancellation nor the execution's TimeoutSeconds interrupts it (both are
 seen as soon as it returns); lambda:invoke without Parameters.Payload sends `{}`.
@@ -30,6 +34,7 @@ from ._choice import matches
 from ._definition import LAMBDA_INVOKE, load_definition, resource_kind
 from ._errors import (
     ALL,
+    DATA_LIMIT_EXCEEDED,
     NO_CHOICE_MATCHED,
     RESULT_PATH_MATCH_FAILURE,
     RUNTIME,
@@ -51,6 +56,8 @@ OnTransition = Callable[[str, str, Any], None]
 Status = Literal["SUCCEEDED", "FAILED", "ABORTED"]
 
 MAX_TRANSITIONS_EXCEEDED = "Local.MaxTransitionsExceeded"
+MAX_PAYLOAD_BYTES = 256 * 1024
+"""Step Functions' quota for a state's input or output and a task's payload or result (UTF-8 JSON)."""
 _ACCOUNT = "123456789012"
 _REGION = "us-east-1"
 
@@ -103,8 +110,20 @@ def _json_copy(value: Any, *, what: str, error: str) -> Any:
         raise StatesError(error, f"{what} is not JSON: {exc}") from None
 
 
+def _limit_payload(value: Any, what: str) -> None:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > MAX_PAYLOAD_BYTES:
+        raise StatesError(
+            DATA_LIMIT_EXCEEDED, f"{what} is {size} bytes, more than the {MAX_PAYLOAD_BYTES} bytes quota"
+        )
+
+
 def _matches_error(error_equals: list[str], error: str) -> bool:
-    if error in error_equals or ALL in error_equals:
+    if error in error_equals:
+        return True
+    if error == DATA_LIMIT_EXCEEDED:
+        return False  # terminal: only a rule that names it
+    if ALL in error_equals:
         return True
     return TASK_FAILED in error_equals and error != TIMEOUT
 
@@ -260,7 +279,9 @@ class _Run:
                     "RetryCount": 0,
                 }
                 self.record(state_name, "Entered", data)
+                _limit_payload(data, f"the input of state {state_name!r}")
                 step = getattr(self, f"state_{state['Type'].lower()}")(state_name, state, data)
+                _limit_payload(step.output, f"the output of state {state_name!r}")
                 self.record(state_name, "Exited", step.output)
                 if step.next is None:
                     self.record(state_name, "ExecutionSucceeded", step.output)
@@ -417,6 +438,7 @@ class _Run:
                     RUNTIME, f"TimeoutSecondsPath must resolve to a positive integer, got {timeout!r}"
                 )
         resource: str = state["Resource"]
+        _limit_payload(params, f"the parameters of task {name!r}")
         if resource_kind(resource) == "lambda_invoke":
             if not isinstance(params, dict) or not isinstance(params.get("FunctionName"), str):
                 raise StatesError(RUNTIME, f"{LAMBDA_INVOKE} needs Parameters.FunctionName to be a string")
@@ -430,6 +452,7 @@ class _Run:
             }
         else:
             result = self.call(name, resource, params, timeout)
+        _limit_payload(result, f"the result of task {name!r}")
         if "ResultSelector" in state:
             result = render(state["ResultSelector"], result, self.context, self.rng)
         return self.output_path(state, self.result_path(state, data, result))

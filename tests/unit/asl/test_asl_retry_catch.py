@@ -189,3 +189,59 @@ def test_cancel_during_retry_backoff_aborts() -> None:
     )
     result = executor.run({}, cancel=cancel)
     assert result.status == "ABORTED"
+
+
+def _big(n: int = 300 * 1024) -> str:
+    return "x" * n
+
+
+def test_a_task_result_over_256_kib_fails_the_execution_past_states_all() -> None:
+    """States.DataLimitExceeded is terminal: a `States.ALL` Retry or Catch never handles it."""
+    fake = FakeTime()
+    recorder = Recorder(lambda target, payload: {"big": _big()})
+    state = task(
+        Retry=[{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2}],
+        Catch=[{"ErrorEquals": ["States.ALL"], "Next": "MarkFailed"}],
+    )
+    states: dict[str, Any] = {"T": state, "MarkFailed": {"Type": "Pass", "End": True}}
+    result = AslExecutor(machine(states), recorder, clock=fake.clock, sleep=fake.sleep).run({"in": 1})
+    assert (result.status, result.error) == ("FAILED", "States.DataLimitExceeded")
+    assert "MarkFailed" not in [s for s, _ in result.history]
+    assert len(recorder.calls) == 1 and fake.sleeps == []
+
+
+def test_a_catch_naming_data_limit_exceeded_handles_it() -> None:
+    recorder = Recorder(lambda target, payload: _big())
+    state = task(Catch=[{"ErrorEquals": ["States.DataLimitExceeded"], "Next": "H", "ResultPath": None}])
+    states: dict[str, Any] = {"T": state, "H": {"Type": "Pass", "End": True}}
+    result = AslExecutor(machine(states), recorder).run({"in": 1})
+    assert result.status == "SUCCEEDED"
+
+
+THIRD = {"x": "x" * (100 * 1024)}
+
+
+@pytest.mark.parametrize(
+    ("states", "start"),
+    [
+        ({"P": {"Type": "Pass", "Result": {"big": _big()}, "End": True}}, {}),
+        ({"P": {"Type": "Pass", "End": True}}, {"big": _big()}),
+        ({"T": task(Parameters={"a.$": "$.x", "b.$": "$.x", "c.$": "$.x"})}, THIRD),
+        (
+            {"P": {"Type": "Pass", "Parameters": {"a.$": "$.x", "b.$": "$.x", "c.$": "$.x"}, "End": True}},
+            THIRD,
+        ),
+    ],
+    ids=["pass-output", "state-input", "task-parameters", "pass-parameters"],
+)
+def test_every_state_input_and_output_is_limited(states: dict[str, Any], start: dict[str, Any]) -> None:
+    recorder = Recorder()
+    result = AslExecutor(machine(states), recorder).run(start)
+    assert (result.status, result.error) == ("FAILED", "States.DataLimitExceeded")
+    assert recorder.calls == []
+
+
+def test_256_kib_exactly_is_within_the_quota() -> None:
+    payload = {"v": "x" * (256 * 1024 - len('{"v":""}'))}
+    result = AslExecutor(machine({"P": {"Type": "Pass", "End": True}}), Recorder()).run(payload)
+    assert result.status == "SUCCEEDED"

@@ -39,9 +39,21 @@ class RobotsStillRetrying:
 @dataclass
 class FakeResults:
     parts: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)
+    stored: dict[str, bytes] = field(default_factory=dict)
 
     async def put_part(self, crawl_id: str, kind: str, part: str, rows: list[dict[str, Any]]) -> None:
         self.parts.append((kind, rows))
+
+    async def put_object(self, key: str, body: bytes, content_type: str = "application/json") -> None:
+        self.stored[key] = body
+
+    async def get_file(self, key: str) -> bytes:
+        return self.stored[key]
+
+    def cursor(self, ref: dict[str, Any]) -> dict[str, Any]:
+        """The cursor a state machine's reference points to (kept in S3, not in the state)."""
+        assert set(ref) == {"key", "read", "todo"} and len(json.dumps(ref)) < 300
+        return cast(dict[str, Any], json.loads(self.stored[ref["key"]]))
 
 
 class NothingKept:
@@ -69,8 +81,8 @@ def test_a_sitemap_not_fetchable_yet_is_retried_then_reported() -> None:
         rounds += 1
         cursor = answer["cursor"]
         if cursor is not None:  # still listed, with one more try, and nothing reported yet
-            assert cursor["todo"] == [[SITEMAP, 0, False, rounds]]
-            assert cursor["findings"] == []
+            assert results.cursor(cursor)["todo"] == [[SITEMAP, 0, False, rounds]]
+            assert results.cursor(cursor)["findings"] == []
     assert rounds == SEED_TRIES and robots.asked == ["/sitemap.xml"] * SEED_TRIES
     [(kind, findings)] = results.parts
     assert kind == "seed"
@@ -111,17 +123,9 @@ class Sent:
         return None
 
 
-@dataclass
-class StoredRows(FakeResults):
-    stored: dict[str, bytes] = field(default_factory=dict)
-
-    async def get_file(self, key: str) -> bytes:
-        return self.stored[key]
-
-
 def test_a_page_budget_holds_listed_urls_back_in_s3_and_stops_claiming_once_it_is_reached() -> None:
     listed = [{"url": f"http://shop.example/p/{n}", "sitemap": SITEMAP} for n in range(1, 1201)]
-    crawl, urls, results = BudgetedCrawl(), ClaimAll(), StoredRows(stored={"rows-1": dump_lines(listed)})
+    crawl, urls, results = BudgetedCrawl(), ClaimAll(), FakeResults(stored={"rows-1": dump_lines(listed)})
     services = SeedServices(
         crawls=cast(Any, crawl),
         urls=cast(Any, urls),
@@ -143,14 +147,13 @@ def test_a_page_budget_holds_listed_urls_back_in_s3_and_stops_claiming_once_it_i
     answer = asyncio.run(Seeder(services).seed("c1", cursor))
     assert len(urls.claimed) == 200 == len(set(urls.claimed)) == crawl.counters["qs"]
     assert (answer["seed_done"], answer["wait_seconds"]) == (False, 2)
-    assert answer["cursor"]["held"]["offset"] == 200
-    assert len(json.dumps(answer["cursor"])) < 1_000  # Step Functions state: a key and an offset, no rows
+    assert results.cursor(answer["cursor"])["held"]["offset"] == 200  # a key and an offset, no rows
 
     # Fetched pages made room: the next chunk; then the budget is reached: nothing more is claimed, and the
     # unread declared sitemap is reported (not the guess).
     crawl.counters.update(n_fetched=60, qs=50)  # 40 left, a lead of 50: room for 40 more
     answer = asyncio.run(Seeder(services).seed("c1", answer["cursor"]))
-    assert len(urls.claimed) == 240 and answer["cursor"]["held"]["offset"] == 240
+    assert len(urls.claimed) == 240 and results.cursor(answer["cursor"])["held"]["offset"] == 240
     crawl.counters["n_fetched"] = 100
     answer = asyncio.run(Seeder(services).seed("c1", answer["cursor"]))
     assert len(urls.claimed) == 240
