@@ -1,7 +1,11 @@
 """HTTP API (API Gateway HTTP API, payload 2.0, IAM-authorised): routes only; logic in seolens_core.control.
 
-Errors: malformed JSON 400, schema violations 422 (naming the field), unknown crawl 404, impossible status
-change or report not ready 409, execution not started 502. Secrets are never echoed (settings.public_view()).
+Callers are kept apart: a crawl is owned by the IAM identity that started it (the authorizer's `userArn`), and
+a caller lists, reads and controls its own crawls only (another's is a 404). `/frontier*` pauses every crawl:
+it is for operators, granted by its own IAM policy (`CrawlApiOperatorPolicy`; callers get
+`CrawlApiCallerPolicy`). Errors: malformed JSON 400, no caller identity 403, schema violations 422 (naming the
+field), unknown crawl 404, impossible status change or report not ready 409, execution not started 502.
+Secrets are never echoed (CrawlRecord.public_settings()).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.logging import correlation_paths
@@ -21,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
 from functions._observability import logger
-from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus
+from seolens_core.adapters.crawls import BadCursor, CrawlRecord, CrawlStatus
 from seolens_core.api_models import (
     ApiDefaults,
     CrawlList,
@@ -50,11 +55,24 @@ from seolens_core.control import (
 API_TITLE = "SEO Lens crawl API"
 API_VERSION = "1.0.0"
 CrawlId = Annotated[str, Path(description="Crawl id (as returned by POST /crawls)")]
+SIGV4 = APIKey.model_validate(
+    {
+        "type": "apiKey",
+        "in": APIKeyIn.header,
+        "name": "Authorization",
+        "description": "AWS Signature Version 4 (IAM); API Gateway's IAM authorizer checks it.",
+        "x-amazon-apigateway-authtype": "awsSigv4",
+    }
+)
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
 _ERRORS: dict[int, OpenAPIResponse] = {
     400: {"description": "Malformed JSON body", "content": {"application/json": {"model": ErrorBody}}},
+    403: {
+        "description": "No IAM caller identity in the request",
+        "content": {"application/json": {"model": ErrorBody}},
+    },
     404: {"description": "Unknown crawl id", "content": {"application/json": {"model": ErrorBody}}},
     409: {
         "description": "Impossible in the crawl's status",
@@ -62,6 +80,10 @@ _ERRORS: dict[int, OpenAPIResponse] = {
     },
     422: {
         "description": "Invalid request (the message names the field)",
+        "content": {"application/json": {"model": ErrorBody}},
+    },
+    500: {
+        "description": "Internal error (logged with the request id)",
         "content": {"application/json": {"model": ErrorBody}},
     },
     502: {
@@ -75,9 +97,22 @@ def _responses(ok: int, model: type[Any], description: str, *errors: int) -> dic
     out: dict[int, OpenAPIResponse] = {
         ok: {"description": description, "content": {"application/json": {"model": model}}}
     }
-    for status in (*errors, 422):
+    for status in (*errors, 403, 422, 500):
         out[status] = _ERRORS[status]
     return out
+
+
+class NoCallerIdentity(PermissionError):
+    """The request carries no IAM identity (every route is IAM-authorised; this is not API Gateway's event)."""
+
+
+def _caller() -> str:
+    """The caller's IAM identity: a user's ARN, or an assumed role's session ARN (session name included, as
+    CloudTrail names it), from the IAM authorizer's part of the request context."""
+    arn = app.current_event.request_context.authorizer.iam.user_arn
+    if not arn:
+        raise NoCallerIdentity("the request has no IAM caller identity")
+    return arn
 
 
 def _control() -> CrawlControl:
@@ -104,7 +139,7 @@ def _view(r: CrawlRecord, frontier_paused: bool) -> CrawlView:
     return CrawlView(
         **_summary(r).model_dump(),
         error=r.error,
-        settings=r.settings.public_view(),
+        settings=r.public_settings(),
         progress=Progress(**progress_view(r, time.time())),
         cost=None,
         frontier_paused=frontier_paused,
@@ -127,7 +162,7 @@ def _error(
 @app.post("/crawls", summary="Start a crawl", responses=_responses(202, CrawlStarted, "Accepted", 400, 502))
 def start_crawl(request: Annotated[StartCrawlRequest, Body()]) -> Response[CrawlStarted]:
     settings = request.to_settings(_defaults())
-    record = container().run(_control().start(settings))
+    record = container().run(_control().start(settings, owner=_caller()))
     url = _status_url(record.crawl_id)
     body = CrawlStarted(
         crawl_id=record.crawl_id, status=record.status.value, site=record.site, status_url=url
@@ -137,13 +172,16 @@ def start_crawl(request: Annotated[StartCrawlRequest, Body()]) -> Response[Crawl
     )
 
 
-@app.get("/crawls", summary="List crawls, newest first", responses=_responses(200, CrawlList, "Crawls"))
+@app.get(
+    "/crawls", summary="The caller's crawls, newest first", responses=_responses(200, CrawlList, "Crawls")
+)
 def list_crawls(
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     status: Annotated[CrawlStatus | None, Query()] = None,
+    cursor: Annotated[str | None, Query(max_length=2048, description="`next_cursor` of the previous page")] = None,
 ) -> CrawlList:
-    records = container().run(_control().recent(limit=limit, status=status))
-    return CrawlList(crawls=[_summary(r) for r in records])
+    page = container().run(_control().recent(_caller(), limit=limit, status=status, cursor=cursor))
+    return CrawlList(crawls=[_summary(r) for r in page.records], next_cursor=page.cursor)
 
 
 @app.get(
@@ -153,7 +191,7 @@ def list_crawls(
 )
 def get_crawl(id: CrawlId) -> CrawlView:
     control = _control()
-    record = container().run(control.get(id))
+    record = container().run(control.get(id, owner=_caller()))
     return _view(record, container().run(control.frontier_paused()))
 
 
@@ -163,7 +201,7 @@ def get_crawl(id: CrawlId) -> CrawlView:
     responses=_responses(200, CrawlSummary, "Paused", 404, 409),
 )
 def pause_crawl(id: CrawlId) -> CrawlSummary:
-    return _summary(container().run(_control().pause(id)))
+    return _summary(container().run(_control().pause(id, owner=_caller())))
 
 
 @app.post(
@@ -172,7 +210,7 @@ def pause_crawl(id: CrawlId) -> CrawlSummary:
     responses=_responses(200, CrawlSummary, "Running", 404, 409),
 )
 def resume_crawl(id: CrawlId) -> CrawlSummary:
-    return _summary(container().run(_control().resume(id)))
+    return _summary(container().run(_control().resume(id, owner=_caller())))
 
 
 @app.post(
@@ -181,12 +219,12 @@ def resume_crawl(id: CrawlId) -> CrawlSummary:
     responses=_responses(200, CrawlSummary, "Cancelled", 404, 409),
 )
 def cancel_crawl(id: CrawlId) -> CrawlSummary:
-    return _summary(container().run(_control().cancel(id)))
+    return _summary(container().run(_control().cancel(id, owner=_caller())))
 
 
 @app.get(
     "/frontier",
-    summary="The operator switch: is the whole frontier paused?",
+    summary="The operator switch: is the whole frontier paused? (operators: CrawlApiOperatorPolicy)",
     responses=_responses(200, FrontierState, "State"),
 )
 def frontier_state() -> FrontierState:
@@ -195,7 +233,7 @@ def frontier_state() -> FrontierState:
 
 @app.post(
     "/frontier/pause",
-    summary="Pause fetching for every crawl (URLs are kept)",
+    summary="Pause fetching for every crawl, URLs kept (operators: CrawlApiOperatorPolicy)",
     responses=_responses(200, FrontierState, "Paused"),
 )
 def pause_frontier() -> FrontierState:
@@ -204,7 +242,9 @@ def pause_frontier() -> FrontierState:
 
 
 @app.post(
-    "/frontier/resume", summary="Resume every crawl", responses=_responses(200, FrontierState, "Running")
+    "/frontier/resume",
+    summary="Resume every crawl (operators: CrawlApiOperatorPolicy)",
+    responses=_responses(200, FrontierState, "Running"),
 )
 def resume_frontier() -> FrontierState:
     container().run(_control().set_frontier_paused(False))
@@ -217,9 +257,9 @@ def resume_frontier() -> FrontierState:
     responses=_responses(200, ReportLinks, "Presigned links", 404, 409),
 )
 def crawl_report(id: CrawlId) -> ReportLinks:
-    control = _control()
-    record = container().run(control.get(id))
-    links = container().run(control.report_links(id, REPORT_LINK_EXPIRY_S))
+    control, caller = _control(), _caller()
+    record = container().run(control.get(id, owner=caller))
+    links = container().run(control.report_links(id, REPORT_LINK_EXPIRY_S, owner=caller))
     return ReportLinks(
         crawl_id=record.crawl_id,
         status=record.status.value,
@@ -266,6 +306,17 @@ def _no_route(exc: NotFoundError) -> Response[Any]:
     return _error(404, "not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
 
 
+@app.exception_handler(NoCallerIdentity)  # type: ignore[untyped-decorator]
+def _no_caller(exc: NoCallerIdentity) -> Response[Any]:
+    return _error(403, "forbidden", str(exc))
+
+
+@app.exception_handler(BadCursor)  # type: ignore[untyped-decorator]
+def _bad_cursor(exc: BadCursor) -> Response[Any]:
+    detail = [{"loc": ["query", "cursor"], "msg": str(exc), "type": "value_error"}]
+    return _error(422, "invalid_request", f"query.cursor: {exc}", detail)
+
+
 @app.exception_handler(StatusConflict)  # type: ignore[untyped-decorator]
 def _conflict(exc: StatusConflict) -> Response[Any]:
     return _error(409, "status_conflict", str(exc))
@@ -278,7 +329,7 @@ def _not_ready(exc: ReportNotReady) -> Response[Any]:
 
 @app.exception_handler(ExecutionStartFailed)  # type: ignore[untyped-decorator]
 def _not_started(exc: ExecutionStartFailed) -> Response[Any]:
-    logger.warning("execution not started", extra={"reason": str(exc)})
+    logger.warning("execution not started", extra={"reason": str(exc)})  # the reason stays in the logs
     return _error(502, "not_started", "the crawl was recorded as FAILED: its execution could not be started")
 
 
@@ -293,7 +344,12 @@ def openapi_json() -> str:
     return app.get_openapi_json_schema(
         title=API_TITLE,
         version=API_VERSION,
-        description="Start, list, control and download SEO Lens crawls. Every route is IAM-authorised.",
+        description=(
+            "Start, list, control and download SEO Lens crawls. Every route is IAM-authorised (SigV4): a caller"
+            " sees and controls only the crawls its IAM identity started; /frontier is for operators."
+        ),
+        security_schemes={"sigv4": SIGV4},
+        security=[{"sigv4": []}],
     )
 
 

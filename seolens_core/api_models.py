@@ -194,7 +194,10 @@ class CrawlView(CrawlSummary):
 
 
 class CrawlList(BaseModel):
+    """The caller's own crawls, newest first; `next_cursor` asks for the next page (null: no more)."""
+
     crawls: list[CrawlSummary]
+    next_cursor: str | None = None
 
 
 class ReportFile(BaseModel):

@@ -19,6 +19,7 @@ from seolens_core.adapters._aws import AwsClients, Resources
 from seolens_core.adapters.crawls import CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue
 from seolens_core.adapters.results import ResultsStore
+from seolens_core.adapters.secrets import SecretSealer
 from seolens_core.adapters.urls import UrlStore
 from seolens_core.crawl._dead_letters import DeadLetterDrain, DeadLetterServices
 from seolens_core.crawl._pacing import PacingGate
@@ -70,7 +71,9 @@ class Container:
 
     @cached_property
     def crawls(self) -> CrawlStore:
-        return CrawlStore(self.clients.dynamodb, self.resources.crawls_table)
+        key = self.resources.secrets_key_id
+        sealer = SecretSealer(self.clients.kms, key) if key else None
+        return CrawlStore(self.clients.dynamodb, self.resources.crawls_table, sealer)
 
     @cached_property
     def urls(self) -> UrlStore:

@@ -146,11 +146,28 @@ class CrawlSettings(BaseModel):
         return headers
 
     def to_storage(self) -> str:
-        """JSON for the crawls table; secrets are kept (workers need them) but only there."""
+        """JSON for the crawls table, without the secrets (`secrets_json`: sealed apart, see CrawlStore)."""
         data = self.model_dump(mode="json")
-        data["extra_headers"] = {k: v.get_secret_value() for k, v in self.extra_headers.items()}
-        data["cookie"] = self.cookie.get_secret_value() if self.cookie else None
+        data["extra_headers"], data["cookie"] = {}, None
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+    def secrets_json(self) -> str | None:
+        """The secrets alone, as JSON (None when there are none)."""
+        if not self.extra_headers and self.cookie is None:
+            return None
+        headers = {k: v.get_secret_value() for k, v in self.extra_headers.items()}
+        cookie = self.cookie.get_secret_value() if self.cookie else None
+        return json.dumps({"extra_headers": headers, "cookie": cookie}, separators=(",", ":"))
+
+    def without_secrets(self) -> CrawlSettings:
+        return self.model_copy(update={"extra_headers": {}, "cookie": None})
+
+    def with_secrets(self, secrets_json: str) -> CrawlSettings:
+        """These settings with the secrets `secrets_json` returned (validated as any settings are)."""
+        data = json.loads(secrets_json)
+        return CrawlSettings.model_validate(
+            {**self.model_dump(), "extra_headers": data["extra_headers"], "cookie": data["cookie"]}
+        )
 
     def public_view(self) -> dict[str, Any]:
         """Settings as shown in reports and API answers: secrets masked."""

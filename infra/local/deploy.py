@@ -110,6 +110,8 @@ class DeployedStack:
     template_sha256: str
     reused: bool
     seconds: float
+    kms_keys: Mapping[str, str] = field(default_factory=dict)
+    """KMS key ids by logical id (for the IAM audit)."""
 
     @property
     def bucket_name(self) -> str:
@@ -380,4 +382,5 @@ def _read_back(
         template_sha256=digest,
         reused=reused,
         seconds=time.monotonic() - started,
+        kms_keys=of_type("AWS::KMS::Key"),
     )

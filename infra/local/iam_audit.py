@@ -78,6 +78,7 @@ class IamAudit:
             **{url: logical for logical, url in stack.queue_urls.items()},
             **{name: logical for logical, name in stack.bucket_names.items()},
             **{arn: logical for logical, arn in stack.state_machine_arns.items()},
+            **{key: logical for logical, key in stack.kms_keys.items()},
         }
 
     @contextlib.contextmanager
@@ -143,6 +144,8 @@ class IamAudit:
                 if isinstance(source, dict):
                     src_bucket, src_key = source.get("Bucket", ""), source.get("Key", "")
                 yield Access(function, "s3:GetObject", self._logical(src_bucket), src_key)
+        elif service == "kms":
+            yield Access(function, action, self._logical(str(params.get("KeyId", "")).rsplit("/", 1)[-1]))
         elif service == "stepfunctions":
             arn = params.get("stateMachineArn") or params.get("executionArn") or ""
             machine = re.sub(r":execution:([^:]+):[^:]+$", r":stateMachine:\1", arn)

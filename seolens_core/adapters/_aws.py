@@ -34,6 +34,8 @@ class Resources:
     dead_letter_queue_url: str
     results_bucket: str
     state_machine_arn: str | None = None
+    secrets_key_id: str | None = None
+    """The KMS key sealing crawls' secrets (`SecretSealer`)."""
 
     @classmethod
     def from_env(cls, env: os._Environ[str] | dict[str, str] | None = None) -> Resources:
@@ -50,7 +52,11 @@ class Resources:
         if missing:
             raise ConfigurationError(f"missing environment variables: {', '.join(missing)}")
         values = {field: source[var] for field, var in names.items()}
-        return cls(**values, state_machine_arn=source.get("STATE_MACHINE_ARN") or None)
+        return cls(
+            **values,
+            state_machine_arn=source.get("STATE_MACHINE_ARN") or None,
+            secrets_key_id=source.get("SECRETS_KEY_ID") or None,
+        )
 
 
 def _user_agent() -> str:
@@ -64,7 +70,7 @@ def _user_agent() -> str:
 
 USER_AGENT = _user_agent()
 
-SERVICES = ("dynamodb", "sqs", "s3", "stepfunctions")
+SERVICES = ("dynamodb", "sqs", "s3", "stepfunctions", "kms")
 
 _MODELS = Loader()
 """Service models, parsed once per process: in the local runtime every emulated Lambda environment is a
@@ -86,7 +92,7 @@ def preload_models() -> None:
 
 
 class AwsClients:
-    """Open aiobotocore clients (dynamodb, sqs, s3, stepfunctions) bound to one event loop."""
+    """Open aiobotocore clients (dynamodb, sqs, s3, stepfunctions, kms) bound to one event loop."""
 
     def __init__(self, meter: CallMeter = GLOBAL_METER) -> None:
         self._stack = AsyncExitStack()
@@ -95,6 +101,7 @@ class AwsClients:
         self.sqs: Any = None
         self.s3: Any = None
         self.stepfunctions: Any = None
+        self.kms: Any = None
 
     async def open(self) -> AwsClients:
         session = get_session()

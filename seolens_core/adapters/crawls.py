@@ -1,8 +1,15 @@
-"""CrawlStore: the crawls table (status, settings, atomic counters) and the operator's global pause switch."""
+"""CrawlStore: the crawls table (status, settings, atomic counters) and the operator's global pause switch.
+
+A crawl item names its `owner` (the IAM identity of the API caller who started it; the `by_owner` index lists
+an owner's crawls newest first) and holds the crawl's secrets (`--cookie`, `--header`) apart from its settings:
+sealed by a `SecretSealer` (KMS, bound to the crawl id) in `secrets`, removed when the crawl ends.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import enum
 import json
 import random
@@ -12,6 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from seolens_core.adapters.secrets import SecretSealer
 from seolens_core.frontier import SITEMAP_QUEUE_COUNTER
 from seolens_core.settings import CrawlSettings
 
@@ -21,6 +29,8 @@ PAGES_RESERVED = "n_reserved"
 """Page-budget units taken by workers before their fetches (`reserve_pages`); a unit not spent on a fetch is
 given back with the batch's counters, so `n_reserved` >= `n_fetched` and never passes `max_pages`."""
 _COUNTER = re.compile(rf"n_\w+|q\d+|{SITEMAP_QUEUE_COUNTER}")
+BY_OWNER = "by_owner"
+SECRETS = "secrets"
 
 
 class CrawlStatus(enum.StrEnum):
@@ -49,6 +59,18 @@ class StatusConflict(RuntimeError):
     """The crawl is not in a status that allows this change."""
 
 
+class BadCursor(ValueError):
+    """A list cursor that this store did not hand to this owner."""
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlPage:
+    """One page of an owner's crawls, newest first; `cursor` asks for the next (None: no more)."""
+
+    records: list[CrawlRecord]
+    cursor: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlRecord:
     crawl_id: str
@@ -60,6 +82,20 @@ class CrawlRecord:
     counters: dict[str, int] = field(default_factory=dict)
     finished_at: str | None = None
     error: str | None = None
+    owner: str | None = None
+    sealed_secrets: bytes | None = field(default=None, repr=False)
+    """The crawl's secrets as `SecretSealer.seal` made them (None: none, or the crawl has ended)."""
+    secret_names: tuple[str, ...] = ()
+    """The names of the secret headers (`Cookie` for the cookie), kept after the crawl for its settings view."""
+
+    def public_settings(self) -> dict[str, Any]:
+        """The settings as reports and the API show them: every secret masked, named as configured."""
+        view = self.settings.public_view()
+        headers = [n for n in self.secret_names if n != "Cookie"]
+        if headers or "Cookie" in self.secret_names:
+            view["extra_headers"] = dict.fromkeys(headers, "***")
+            view["cookie"] = "***" if "Cookie" in self.secret_names else None
+        return view
 
     @property
     def frontier_depth(self) -> int | None:
@@ -105,11 +141,14 @@ def _now_iso(now: float) -> str:
 class CrawlStore:
     """Crawl items keyed by `crawl_id`; counters are DynamoDB ADD updates (exact under concurrency)."""
 
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(self, client: Any, table: str, sealer: SecretSealer | None = None) -> None:
         self._client = client
         self._table = table
+        self._sealer = sealer
 
-    async def create(self, crawl_id: str, settings: CrawlSettings, site: str, now: float) -> CrawlRecord:
+    async def create(
+        self, crawl_id: str, settings: CrawlSettings, site: str, now: float, *, owner: str | None = None
+    ) -> CrawlRecord:
         created_at = _now_iso(now)
         item: dict[str, Any] = {
             "crawl_id": {"S": crawl_id},
@@ -121,10 +160,39 @@ class CrawlStore:
             "created_at": {"S": created_at},
             "started_epoch": {"N": repr(now)},
         }
+        if owner:
+            item["owner"] = {"S": owner}
+        sealed: bytes | None = None
+        secrets = settings.secrets_json()
+        if secrets is not None:
+            if self._sealer is None:
+                raise ValueError("a crawl with secrets needs a key to seal them (SECRETS_KEY_ID)")
+            sealed = await self._sealer.seal(crawl_id, secrets.encode("utf-8"))
+            item[SECRETS] = {"B": sealed}
+            item["secret_names"] = {"L": [{"S": name} for name in _secret_names(settings)]}
         await self._client.put_item(
             TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(crawl_id)"
         )
-        return CrawlRecord(crawl_id, CrawlStatus.QUEUED, settings, site, created_at, now)
+        return CrawlRecord(
+            crawl_id,
+            CrawlStatus.QUEUED,
+            settings.without_secrets(),
+            site,
+            created_at,
+            now,
+            owner=owner,
+            sealed_secrets=sealed,
+            secret_names=_secret_names(settings) if sealed is not None else (),
+        )
+
+    async def fetch_settings(self, record: CrawlRecord) -> CrawlSettings:
+        """The settings a fetcher of the crawl needs: its secrets unsealed (the crawl item holds them sealed)."""
+        if record.sealed_secrets is None:
+            return record.settings
+        if self._sealer is None:
+            raise ValueError("this crawl's secrets are sealed and no key was given to open them")
+        opened = await self._sealer.open(record.crawl_id, record.sealed_secrets)
+        return record.settings.with_secrets(opened.decode("utf-8"))
 
     async def get(self, crawl_id: str) -> CrawlRecord:
         resp = await self._client.get_item(
@@ -135,11 +203,55 @@ class CrawlStore:
             raise CrawlNotFound(crawl_id)
         return _record(item)
 
-    async def list(self, limit: int = 50) -> list[CrawlRecord]:
-        resp = await self._client.scan(TableName=self._table, Limit=max(limit * 2, 100))
-        records = [_record(i) for i in resp.get("Items", []) if "settings" in i]
-        records.sort(key=lambda r: r.created_at, reverse=True)
-        return records[:limit]
+    async def of_owner(
+        self, owner: str, limit: int = 50, status: CrawlStatus | None = None, cursor: str | None = None
+    ) -> CrawlPage:
+        """`owner`'s crawls newest first (the `by_owner` index), `limit` at most, from `cursor` on."""
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": BY_OWNER,
+            "KeyConditionExpression": "#o = :o",
+            "ExpressionAttributeNames": {"#o": "owner"},
+            "ExpressionAttributeValues": {":o": {"S": owner}},
+            "ScanIndexForward": False,
+        }
+        if status is not None:
+            query["FilterExpression"] = "#s = :s"
+            query["ExpressionAttributeNames"]["#s"] = "status"
+            query["ExpressionAttributeValues"][":s"] = {"S": status.value}
+        if cursor is not None:
+            query["ExclusiveStartKey"] = _cursor_key(cursor, owner)
+        keys: list[dict[str, Any]] = []
+        last: dict[str, Any] | None = None
+        for _ in range(20):  # a status filter reads more than it keeps: a bounded number of index pages
+            resp = await self._client.query(**query, Limit=limit - len(keys))
+            keys += [{k: item[k] for k in ("crawl_id", "owner", "created_at")} for item in resp.get("Items", [])]
+            last = resp.get("LastEvaluatedKey")
+            if last is None or len(keys) >= limit:
+                break
+            query["ExclusiveStartKey"] = last
+        if len(keys) >= limit:
+            last = keys[-1]
+        records = await self._get_many([k["crawl_id"]["S"] for k in keys])
+        return CrawlPage(records, _cursor_text(last) if last is not None else None)
+
+    async def _get_many(self, crawl_ids: list[str]) -> list[CrawlRecord]:
+        """The records of `crawl_ids`, in that order (BatchGetItem, 100 keys at most: the API's page limit)."""
+        if not crawl_ids:
+            return []
+        request: dict[str, Any] = {
+            self._table: {"Keys": [{"crawl_id": {"S": c}} for c in crawl_ids], "ConsistentRead": True}
+        }
+        items: dict[str, CrawlRecord] = {}
+        for _ in range(8):
+            resp = await self._client.batch_get_item(RequestItems=request)
+            for item in resp.get("Responses", {}).get(self._table, []):
+                if "settings" in item:
+                    items[item["crawl_id"]["S"]] = _record(item)
+            request = resp.get("UnprocessedKeys") or {}
+            if not request:
+                break
+        return [items[c] for c in crawl_ids if c in items]
 
     async def previous_of_site(self, site: str, before: str) -> CrawlRecord | None:
         """The latest finished crawl of `site` created before `before` (for audit comparisons)."""
@@ -235,6 +347,8 @@ class CrawlStore:
         if error:
             sets.append("error_text = :e")
             values[":e"] = {"S": error[:2000]}
+        # An ended crawl fetches nothing more: its secrets go with the status change.
+        removes = f" REMOVE {SECRETS}" if status.terminal else ""
         condition = "attribute_exists(crawl_id)"
         if allowed_from:
             placeholders = []
@@ -246,7 +360,7 @@ class CrawlStore:
             await self._client.update_item(
                 TableName=self._table,
                 Key={"crawl_id": {"S": crawl_id}},
-                UpdateExpression="SET " + ", ".join(sets),
+                UpdateExpression="SET " + ", ".join(sets) + removes,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
@@ -307,4 +421,32 @@ def _record(item: dict[str, Any]) -> CrawlRecord:
         counters=counters,
         finished_at=item.get("finished_at", {}).get("S"),
         error=item.get("error_text", {}).get("S"),
+        owner=item.get("owner", {}).get("S"),
+        sealed_secrets=bytes(item[SECRETS]["B"]) if SECRETS in item else None,
+        secret_names=tuple(v["S"] for v in item.get("secret_names", {}).get("L", [])),
     )
+
+
+def _secret_names(settings: CrawlSettings) -> tuple[str, ...]:
+    return (*settings.extra_headers, *(("Cookie",) if settings.cookie is not None else ()))
+
+
+def _cursor_text(key: dict[str, Any]) -> str:
+    raw = json.dumps({k: key[k]["S"] for k in ("crawl_id", "owner", "created_at")}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def _cursor_key(cursor: str, owner: str) -> dict[str, Any]:
+    """The index key a cursor stands for; BadCursor unless it is a cursor of `owner`'s list."""
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise BadCursor("cursor is not one this API returned") from None
+    if (
+        not isinstance(data, dict)
+        or set(data) != {"crawl_id", "owner", "created_at"}
+        or not all(isinstance(v, str) for v in data.values())
+        or data["owner"] != owner
+    ):
+        raise BadCursor("cursor is not one this API returned to this caller")
+    return {k: {"S": v} for k, v in data.items()}

@@ -18,6 +18,8 @@ from seolens_core.settings import CrawlSettings
 class AuditConfig:
     sites: tuple[str, ...]
     defaults: ApiDefaults
+    owner: str | None = None
+    """SCHEDULED_AUDIT_OWNER: the API caller who lists and controls the scheduled audits (None: nobody)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AuditConfig:
@@ -26,7 +28,7 @@ class AuditConfig:
         for raw in env.get("SCHEDULED_SITES", "").split(","):
             if raw.strip():
                 seen.setdefault(raw.strip(), None)
-        return cls(tuple(seen), ApiDefaults.from_env(dict(env)))
+        return cls(tuple(seen), ApiDefaults.from_env(dict(env)), env.get("SCHEDULED_AUDIT_OWNER") or None)
 
 
 async def start_audits(control: CrawlControl, config: AuditConfig) -> dict[str, Any]:
@@ -49,7 +51,7 @@ async def start_audits(control: CrawlControl, config: AuditConfig) -> dict[str, 
             failed.append({"site": site, "error": "; ".join(e["msg"] for e in exc.errors())})
             continue
         try:
-            record = await control.start(settings)
+            record = await control.start(settings, owner=config.owner)
         except Exception as exc:  # one site's failure must not stop the others
             failed.append({"site": site, "error": f"{type(exc).__name__}: {exc}"})
             continue

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from seolens_core.adapters.crawls import CrawlNotFound, CrawlRecord, CrawlStatus, CrawlStore
+from seolens_core.adapters.crawls import CrawlNotFound, CrawlPage, CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.control._starter import ExecutionStarter
 from seolens_core.settings import CrawlSettings
@@ -66,39 +66,46 @@ class CrawlControl:
         self._clock = clock
         self._new_id = new_id
 
-    async def start(self, settings: CrawlSettings) -> CrawlRecord:
-        """Record the crawl as QUEUED, then start its execution; a refused start marks it FAILED."""
+    async def start(self, settings: CrawlSettings, owner: str | None = None) -> CrawlRecord:
+        """Record the crawl as QUEUED (owned by `owner`), then start its execution; a refused start marks it
+        FAILED (the reason is logged, not stored: it can name accounts and roles)."""
         crawl_id = self._new_id()
-        record = await self.crawls.create(crawl_id, settings, site_of(settings), self._clock())
+        record = await self.crawls.create(crawl_id, settings, site_of(settings), self._clock(), owner=owner)
         try:
             await self.starter.start(crawl_id)
-        except Exception as exc:
+        except Exception:
             await self.crawls.set_status(
-                crawl_id, CrawlStatus.FAILED, now=self._clock(), error=f"execution not started: {exc}"
+                crawl_id, CrawlStatus.FAILED, now=self._clock(), error="execution not started"
             )
             raise
         return record
 
-    async def get(self, crawl_id: str) -> CrawlRecord:
-        return await self.crawls.get(_checked(crawl_id))
+    async def get(self, crawl_id: str, owner: str | None = None) -> CrawlRecord:
+        """The crawl; with `owner`, only if that caller owns it (another's crawl is unknown to it)."""
+        record = await self.crawls.get(_checked(crawl_id))
+        if owner is not None and record.owner != owner:
+            raise CrawlNotFound(crawl_id)
+        return record
 
-    async def recent(self, limit: int = 50, status: CrawlStatus | None = None) -> list[CrawlRecord]:
-        records = await self.crawls.list(limit=limit if status is None else max(limit, 100))
-        if status is not None:
-            records = [r for r in records if r.status is status]
-        return records[:limit]
+    async def recent(
+        self, owner: str, limit: int = 50, status: CrawlStatus | None = None, cursor: str | None = None
+    ) -> CrawlPage:
+        """`owner`'s crawls, newest first, a page at a time."""
+        return await self.crawls.of_owner(owner, limit=limit, status=status, cursor=cursor)
 
-    async def pause(self, crawl_id: str) -> CrawlRecord:
-        return await self._move(crawl_id, CrawlStatus.PAUSED, PAUSABLE)
+    async def pause(self, crawl_id: str, owner: str | None = None) -> CrawlRecord:
+        return await self._move(crawl_id, CrawlStatus.PAUSED, PAUSABLE, owner)
 
-    async def resume(self, crawl_id: str) -> CrawlRecord:
-        return await self._move(crawl_id, CrawlStatus.RUNNING, RESUMABLE)
+    async def resume(self, crawl_id: str, owner: str | None = None) -> CrawlRecord:
+        return await self._move(crawl_id, CrawlStatus.RUNNING, RESUMABLE, owner)
 
-    async def cancel(self, crawl_id: str) -> CrawlRecord:
-        return await self._move(crawl_id, CrawlStatus.CANCELLED, CANCELLABLE)
+    async def cancel(self, crawl_id: str, owner: str | None = None) -> CrawlRecord:
+        return await self._move(crawl_id, CrawlStatus.CANCELLED, CANCELLABLE, owner)
 
-    async def report_links(self, crawl_id: str, expires_s: int = REPORT_LINK_EXPIRY_S) -> list[ReportLink]:
-        record = await self.get(crawl_id)
+    async def report_links(
+        self, crawl_id: str, expires_s: int = REPORT_LINK_EXPIRY_S, owner: str | None = None
+    ) -> list[ReportLink]:
+        record = await self.get(crawl_id, owner)
         keys = await self.results.report_keys(record.crawl_id)
         if not keys:
             raise ReportNotReady(f"crawl {crawl_id} has no report yet (status {record.status.value})")
@@ -115,9 +122,13 @@ class CrawlControl:
         await self.crawls.set_frontier_paused(paused)
 
     async def _move(
-        self, crawl_id: str, target: CrawlStatus, allowed_from: tuple[CrawlStatus, ...]
+        self,
+        crawl_id: str,
+        target: CrawlStatus,
+        allowed_from: tuple[CrawlStatus, ...],
+        owner: str | None,
     ) -> CrawlRecord:
-        crawl_id = _checked(crawl_id)
+        crawl_id = (await self.get(crawl_id, owner)).crawl_id  # another caller's crawl is unknown to this one
         await self.crawls.set_status(crawl_id, target, allowed_from=allowed_from, now=self._clock())
         return await self.crawls.get(crawl_id)
 

@@ -379,7 +379,7 @@ class Reporter:
         report = {
             "crawl_id": crawl_id,
             "site": record.site,
-            "settings": record.settings.public_view(),
+            "settings": record.public_settings(),
             "created_at": record.created_at,
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.clock())),
             "duration_s": round(s.clock() - record.started_epoch, 1),

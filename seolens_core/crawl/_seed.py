@@ -92,7 +92,8 @@ class Seeder:
         settings = record.settings
         scope = CrawlScope.from_settings(settings, s.clock())
         sitemap_fetch = settings.fetch.model_copy(update={"max_body_bytes": SITEMAP_MAX_BYTES})
-        fetcher = default_fetcher(settings.model_copy(update={"fetch": sitemap_fetch}), scope.address_policy)
+        fetching = (await s.crawls.fetch_settings(record)).model_copy(update={"fetch": sitemap_fetch})
+        fetcher = default_fetcher(fetching, scope.address_policy)
         cursors = SeedCursors(s.results)
         try:
             if cursor is not None:

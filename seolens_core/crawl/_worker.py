@@ -151,7 +151,8 @@ class PageWorker:
             return ctx
         scope = CrawlScope.from_settings(record.settings, now)
         factory = self.s.fetcher_factory or default_fetcher
-        ctx = _CrawlContext(record, scope, factory(record.settings, scope.address_policy), now)
+        fetching = await self.s.crawls.fetch_settings(record)  # its secrets opened for the fetcher only
+        ctx = _CrawlContext(record, scope, factory(fetching, scope.address_policy), now)
         self._crawls[crawl_id] = ctx
         return ctx
 

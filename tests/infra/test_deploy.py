@@ -34,6 +34,8 @@ def test_deploy_is_fast_and_prunes_only_the_api_and_bucket_policy(stack: Deploye
     assert set(stack.removed_resources) == {
         "CrawlApi",
         "CrawlApiApiGatewayDefaultStage",
+        "CrawlApiCallerPolicy",  # they name the API's routes
+        "CrawlApiOperatorPolicy",
         "ResultsBucketPolicy",
         *(f"ApiFunction{route}Permission" for route in ("StartCrawl", "ListCrawls", "GetCrawl")),
         *(
@@ -49,7 +51,7 @@ def test_deploy_is_fast_and_prunes_only_the_api_and_bucket_policy(stack: Deploye
             )
         ),
     }
-    assert "ApiUrl" not in stack.outputs
+    assert "ApiUrl" not in stack.outputs and "CrawlApiOperatorPolicyArn" not in stack.outputs
     assert stack.outputs["FrontierQueueUrl"] == stack.queue_urls["FrontierQueue"]
     assert stack.outputs["ResultsBucketName"] == stack.bucket_name
     assert stack.outputs["StateMachineArn"] == stack.state_machine_arn

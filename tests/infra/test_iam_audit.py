@@ -16,6 +16,7 @@ STACK = cast(
         queue_urls={"Queue": "http://q/1"},
         bucket_names={"Bucket": "bucket-1"},
         state_machine_arns={"Machine": "arn:aws:states:us-east-1:1:stateMachine:m-1"},
+        kms_keys={"Key": "key-1"},
     ),
 )
 

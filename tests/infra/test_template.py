@@ -54,6 +54,7 @@ ALLOWED_RESOURCES = {
         "HostsTable",
         "CrawlsTable",
         "ResultsBucket",
+        "SecretsKey",  # kms:Decrypt: the crawl's secrets, for its fetcher
     },
     "SeedFunction": {
         "SeedLogGroup",
@@ -62,6 +63,7 @@ ALLOWED_RESOURCES = {
         "HostsTable",
         "CrawlsTable",
         "ResultsBucket",
+        "SecretsKey",  # kms:Decrypt: sitemaps are fetched with the crawl's secrets too
     },
     "ProgressFunction": {
         "ProgressLogGroup",
@@ -81,7 +83,7 @@ ALLOWED_RESOURCES = {
         "CrawlsTable",
         "ResultsBucket",
     },
-    "ApiFunction": {"ApiLogGroup", "CrawlsTable", "CrawlStateMachine", "ResultsBucket"},
+    "ApiFunction": {"ApiLogGroup", "CrawlsTable", "CrawlStateMachine", "ResultsBucket", "SecretsKey"},
     "ScheduledAuditFunction": {"ScheduledAuditLogGroup", "CrawlsTable", "CrawlStateMachine"},
 }
 # Actions AWS does not scope to resources: the only ones allowed on Resource "*".
@@ -186,7 +188,10 @@ def test_worker_sqs_event_source(sam_template: dict[str, Any]) -> None:
         (
             "CrawlsTable",
             [("crawl_id", "HASH")],
-            {"by_site": [("site", "HASH"), ("created_at", "RANGE")]},
+            {
+                "by_site": [("site", "HASH"), ("created_at", "RANGE")],
+                "by_owner": [("owner", "HASH"), ("created_at", "RANGE")],
+            },
             None,
         ),
         (

@@ -40,6 +40,10 @@ def starter(control_cloud: LocalCloud) -> Iterator[FakeStarter]:
     app.extras.clear()
 
 
+ALICE = "arn:aws:sts::123456789012:assumed-role/seo-operators/alice"
+BOB = "arn:aws:sts::123456789012:assumed-role/seo-operators/bob"
+
+
 @dataclass
 class LambdaContextStub:
     function_name: str = "seolens-ApiFunction"
@@ -56,8 +60,12 @@ def http_api_event(
     body: str | None = None,
     query: dict[str, str] | None = None,
     path_params: dict[str, str] | None = None,
+    caller: str | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API payload 2.0 event, as an IAM-authorised route delivers it."""
+    """An API Gateway HTTP API payload 2.0 event, as an IAM-authorised route delivers it (`caller`: the
+    IAM identity's ARN, alice's session of seo-operators by default; "" for an event without one)."""
+    caller = ALICE if caller is None else caller
+    session = caller.rsplit("/", 1)[-1]
     domain = "a1b2c3d4e5.execute-api.us-east-1.amazonaws.com"
     headers = {
         "accept": "application/json",
@@ -85,11 +93,11 @@ def http_api_event(
                 "iam": {
                     "accessKey": "ASIAEXAMPLEKEY",
                     "accountId": "123456789012",
-                    "callerId": "AROAEXAMPLE:alice",
+                    "callerId": f"AROAEXAMPLE:{session}",
                     "cognitoIdentity": None,
                     "principalOrgId": None,
-                    "userArn": "arn:aws:sts::123456789012:assumed-role/seo-operators/alice",
-                    "userId": "AROAEXAMPLE:alice",
+                    "userArn": caller or None,
+                    "userId": f"AROAEXAMPLE:{session}",
                 }
             },
             "domainName": domain,
@@ -133,6 +141,7 @@ def call_api(
     body: Any = None,
     raw_body: str | None = None,
     query: dict[str, str] | None = None,
+    caller: str | None = None,
 ) -> ApiAnswer:
     from functions.api import handler
 
@@ -142,7 +151,9 @@ def call_api(
         params = {"id": parts[1]}
         route = "/crawls/{id}" + ("/" + parts[2] if len(parts) > 2 else "")
     text = raw_body if raw_body is not None else (json.dumps(body) if body is not None else None)
-    event = http_api_event(method, path, route=route, body=text, query=query, path_params=params)
+    event = http_api_event(
+        method, path, route=route, body=text, query=query, path_params=params, caller=caller
+    )
     result = handler(event, LambdaContextStub())  # type: ignore[arg-type]
     raw = result.get("body") or ""
     return ApiAnswer(result["statusCode"], json.loads(raw) if raw else None, raw, result.get("headers", {}))

@@ -20,7 +20,7 @@ import pytest
 from infra.local.runtime import LocalCloud
 from seolens_core.adapters.crawls import stored_settings
 from seolens_core.control import ExecutionStartFailed, FakeStarter
-from tests.integration.conftest import call_api
+from tests.integration.conftest import ALICE, BOB, call_api
 
 REPO = Path(__file__).resolve().parents[2]
 VALID = {"start_urls": ["https://shop.example.com/"], "max_pages": 50, "max_depth": 3}
@@ -83,14 +83,25 @@ def test_start_uses_deployment_defaults(starter: FakeStarter) -> None:
     assert stored["max_depth"] == int(os.environ.get("MAX_DEPTH", "10"))
 
 
-def test_secrets_are_stored_for_workers_but_never_echoed(starter: FakeStarter) -> None:
+def test_secrets_are_sealed_for_workers_never_echoed_and_dropped_when_the_crawl_ends(
+    starter: FakeStarter,
+) -> None:
     body = {
         **VALID,
         "options": {"cookie": "session=s3cr3t-cookie", "extra_headers": {"Authorization": "Bearer t0ken"}},
     }
     crawl_id = _start(starter, body)
-    stored = stored_settings(_item(crawl_id))  # type: ignore[arg-type]
-    assert "s3cr3t-cookie" in stored and "t0ken" in stored
+    item = _item(crawl_id)
+    assert item is not None
+    stored = stored_settings(item)
+    assert "s3cr3t" not in stored and "t0ken" not in stored  # not in the settings every role reads
+    sealed = bytes(item["secrets"]["B"])
+    assert b"s3cr3t" not in sealed and b"t0ken" not in sealed  # a KMS ciphertext, bound to the crawl id
+    kms = boto3.client("kms")
+    opened = kms.decrypt(CiphertextBlob=sealed, EncryptionContext={"crawl_id": crawl_id})["Plaintext"]
+    assert b"s3cr3t-cookie" in opened and b"Bearer t0ken" in opened
+    with pytest.raises(kms.exceptions.ClientError):  # copied into another crawl's item, it does not open
+        kms.decrypt(CiphertextBlob=sealed, EncryptionContext={"crawl_id": "another-crawl"})
     answer = call_api("GET", f"/crawls/{crawl_id}")
     assert answer.status == 200
     assert "s3cr3t" not in answer.raw and "t0ken" not in answer.raw
@@ -98,6 +109,9 @@ def test_secrets_are_stored_for_workers_but_never_echoed(starter: FakeStarter) -
     assert answer.body["settings"]["extra_headers"] == {"Authorization": "***"}
     listed = call_api("GET", "/crawls", query={"limit": "100"})
     assert "s3cr3t" not in listed.raw and "t0ken" not in listed.raw
+    assert call_api("POST", f"/crawls/{crawl_id}/cancel").status == 200
+    ended = _item(crawl_id)
+    assert ended is not None and "secrets" not in ended  # an ended crawl fetches nothing: they are gone
 
 
 BAD_BODIES = [
@@ -185,7 +199,10 @@ def test_refused_execution_is_502_and_the_crawl_is_failed_not_lost(starter: Fake
     assert len(new) == 1
     item = _item(new[0]["crawl_id"])
     assert item is not None and item["status"]["S"] == "FAILED"
-    assert "state machine gone" in item["error_text"]["S"]
+    # The orchestrator's reason can name accounts and roles: it is logged, never stored or answered.
+    assert item["error_text"]["S"] == "execution not started"
+    shown = call_api("GET", f"/crawls/{new[0]['crawl_id']}")
+    assert shown.body["error"] == "execution not started" and "state machine gone" not in shown.raw
 
 
 def test_unexpected_error_is_a_plain_500(starter: FakeStarter) -> None:
@@ -416,3 +433,87 @@ def test_step_functions_starter_starts_a_named_execution_once(control_cloud: Loc
     assert [e["name"] for e in executions].count(crawl_id) == 1
     with pytest.raises(ExecutionStartFailed):
         app.run(StepFunctionsStarter(app.clients.stepfunctions, None).start("x"))
+
+
+# ------------------------------------------------------------------ callers kept apart
+def test_a_caller_sees_and_controls_only_its_own_crawls(starter: FakeStarter) -> None:
+    mine = _start(starter)
+    theirs = call_api("POST", "/crawls", body=VALID, caller=BOB)
+    assert theirs.status == 202
+    bobs = theirs.body["crawl_id"]
+    assert _item(mine)["owner"]["S"] == ALICE and _item(bobs)["owner"]["S"] == BOB  # type: ignore[index]
+    listed = {c["crawl_id"] for c in call_api("GET", "/crawls", query={"limit": "100"}).body["crawls"]}
+    assert mine in listed and bobs not in listed
+    bob_listed = call_api("GET", "/crawls", query={"limit": "100"}, caller=BOB).body["crawls"]
+    assert [c["crawl_id"] for c in bob_listed] == [bobs]
+    for method, path in [
+        ("GET", f"/crawls/{bobs}"),
+        ("POST", f"/crawls/{bobs}/pause"),
+        ("POST", f"/crawls/{bobs}/resume"),
+        ("POST", f"/crawls/{bobs}/cancel"),
+        ("GET", f"/crawls/{bobs}/report"),
+    ]:
+        answer = call_api(method, path)
+        assert answer.status == 404 and answer.body["error"] == "not_found", (method, path, answer.raw)
+    assert _item(bobs)["status"]["S"] == "QUEUED"  # type: ignore[index]  # untouched by alice
+    assert call_api("POST", f"/crawls/{bobs}/pause", caller=BOB).status == 200
+
+
+def test_a_request_without_an_iam_identity_is_refused(starter: FakeStarter) -> None:
+    before = _crawl_count()
+    for method, path in [("POST", "/crawls"), ("GET", "/crawls")]:
+        answer = call_api(method, path, body=VALID if method == "POST" else None, caller="")
+        assert answer.status == 403 and answer.body["error"] == "forbidden", answer.raw
+    assert _crawl_count() == before
+
+
+def test_the_list_pages_newest_first_past_a_hundred_crawls(starter: FakeStarter) -> None:
+    """A caller's crawls come from the `by_owner` index a page at a time: newest first however many there are
+    (one Scan with a Limit read an arbitrary hundred, then sorted them)."""
+    carol = "arn:aws:iam::123456789012:user/carol"
+    made = []
+    for _ in range(130):
+        answer = call_api("POST", "/crawls", body=VALID, caller=carol)
+        assert answer.status == 202
+        made.append(answer.body["crawl_id"])
+    seen: list[dict[str, Any]] = []
+    query = {"limit": "40"}
+    for _ in range(10):
+        page = call_api("GET", "/crawls", query=query, caller=carol)
+        assert page.status == 200 and len(page.body["crawls"]) <= 40
+        seen += page.body["crawls"]
+        if page.body["next_cursor"] is None:
+            break
+        query = {"limit": "40", "cursor": page.body["next_cursor"]}
+    ids = [c["crawl_id"] for c in seen]
+    assert sorted(ids) == sorted(made) and len(ids) == len(set(ids))
+    created = [c["created_at"] for c in seen]
+    assert created == sorted(created, reverse=True)
+    cancelled = made[5]
+    assert call_api("POST", f"/crawls/{cancelled}/cancel", caller=carol).status == 200
+    only = call_api("GET", "/crawls", query={"status": "CANCELLED", "limit": "10"}, caller=carol)
+    assert [c["crawl_id"] for c in only.body["crawls"]] == [cancelled]
+    # A cursor is the caller's own: one made for another list is refused, never read as that list.
+    first = call_api("GET", "/crawls", query={"limit": "1"}, caller=carol).body["next_cursor"]
+    for cursor in (first, "not-a-cursor"):
+        refused = call_api("GET", "/crawls", query={"cursor": cursor})
+        assert refused.status == 422 and "cursor" in refused.body["message"], refused.raw
+
+
+def test_the_frontier_switch_has_its_own_operator_policy() -> None:
+    """`/frontier*` pauses every crawl: callers get a policy for `/crawls*` only, operators one for it."""
+    from infra.local.template import load_template
+
+    resources = load_template(REPO / "template.yaml")["Resources"]
+
+    def routes(name: str) -> set[str]:
+        statement = resources[name]["Properties"]["PolicyDocument"]["Statement"]
+        assert all(s["Action"] == "execute-api:Invoke" for s in statement)
+        return {r["Fn::Sub"].rsplit("}", 1)[1] for s in statement for r in s["Resource"]}
+
+    assert routes("CrawlApiCallerPolicy") == {"/*/*/crawls", "/*/*/crawls/*"}
+    assert routes("CrawlApiOperatorPolicy") == {"/*/*/frontier", "/*/*/frontier/*"}
+    document = json.loads((REPO / "docs" / "openapi.json").read_text())
+    for path, operations in document["paths"].items():
+        for operation in operations.values():
+            assert ("CrawlApiOperatorPolicy" in operation["summary"]) == path.startswith("/frontier"), path

@@ -31,11 +31,18 @@ def test_unenforceable_settings_fail_fast(changes: dict[str, Any], message: str)
         CrawlSettings.model_validate({**BASE, **changes})
 
 
-def test_secrets_are_masked_in_the_public_view_and_kept_for_workers() -> None:
+def test_secrets_are_masked_in_the_public_view_and_stored_apart() -> None:
     settings = CrawlSettings.model_validate(
         {**BASE, "cookie": "sid=s3cr3t", "extra_headers": {"X-Token": "t0k"}}
     )
     public = str(settings.public_view())
     assert "s3cr3t" not in public and "t0k" not in public
-    restored = CrawlSettings.from_storage(settings.to_storage())
-    assert restored.secret_headers() == {"X-Token": "t0k", "Cookie": "sid=s3cr3t"}
+    stored = settings.to_storage()
+    assert "s3cr3t" not in stored and "t0k" not in stored  # sealed apart (CrawlStore), never in the settings
+    restored = CrawlSettings.from_storage(stored)
+    assert restored.secret_headers() == {}
+    secrets = settings.secrets_json()
+    assert secrets is not None
+    assert restored.with_secrets(secrets).secret_headers() == {"X-Token": "t0k", "Cookie": "sid=s3cr3t"}
+    assert restored.with_secrets(secrets) == settings
+    assert CrawlSettings.model_validate(BASE).secrets_json() is None

@@ -23,6 +23,9 @@ SITEMAP = "http://shop.example/sitemap.xml"
 
 @dataclass
 class FakeCrawls:
+    async def fetch_settings(self, record: CrawlRecord) -> CrawlSettings:
+        return record.settings
+
     async def get(self, crawl_id: str) -> CrawlRecord:
         return CrawlRecord(crawl_id, CrawlStatus.RUNNING, SETTINGS, "shop.example", "now", 0.0)
 
@@ -96,6 +99,9 @@ class BudgetedCrawl:
     """A crawl with a 100-page budget whose queue counter follows the seeder's claims."""
 
     counters: dict[str, int] = field(default_factory=lambda: {"n_fetched": 0, "qs": 0})
+
+    async def fetch_settings(self, record: CrawlRecord) -> CrawlSettings:
+        return record.settings
 
     async def get(self, crawl_id: str) -> CrawlRecord:
         settings = CrawlSettings(start_urls=("http://shop.example/",), max_pages=100, progress_poll_s=2)

@@ -43,6 +43,9 @@ class _Log:
 
 
 class _Crawls:
+    async def fetch_settings(self, record: CrawlRecord) -> CrawlSettings:
+        return record.settings
+
     async def get_with_switch(self, crawl_id: str) -> tuple[CrawlRecord, bool]:
         return CrawlRecord(crawl_id, CrawlStatus.RUNNING, SETTINGS, "shop.test", "", time.time()), False
 
