@@ -25,8 +25,9 @@ from pydantic import (
     model_validator,
 )
 
-from seolens_core.fetch._guard import is_public
-from seolens_core.settings import CrawlSettings
+from seolens_core.fetch._guard import METADATA_ADDRESSES, is_public
+from seolens_core.settings import CrawlSettings, check_headers
+from seolens_core.urls import NormalizedURL, normalize
 
 API_MAX_START_URLS = 100
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain")
@@ -55,7 +56,9 @@ class ApiDefaults(BaseModel):
 
 
 def check_public_http_url(url: str) -> str:
-    """An absolute http(s) URL whose host is a public name or a public address literal."""
+    """An absolute http(s) URL whose host, as the crawler itself reads it (`normalize`: the WHATWG IPv4
+    parser, percent-decoding, IDNA mapping), is a public name or a public address literal: `0x7f.1`,
+    `%31%32%37.0.0.1`, full-width digits and `169.254.169.254.` are the loopback and metadata addresses."""
     if len(url) > 2048:
         raise ValueError("start URL longer than 2048 characters")
     try:
@@ -70,14 +73,18 @@ def check_public_http_url(url: str) -> str:
         raise ValueError(f"start URL has no host: {url!r}")
     if parts.username is not None or parts.password is not None:
         raise ValueError(f"start URL must not carry credentials: {url!r}")
+    normalized = normalize(url)
+    if not isinstance(normalized, NormalizedURL):
+        raise ValueError(f"start URL cannot be crawled: {url!r} ({normalized.reason.value})")
+    host = normalized.host.strip("[]")
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        name = host.rstrip(".").lower()
+        name = host.rstrip(".")
         if name == "localhost" or name.endswith(_LOCAL_SUFFIXES) or "." not in name:
             raise ValueError(f"start URL host is not a public host name: {host!r}") from None
         return url
-    if not is_public(address):
+    if not is_public(address) or address in METADATA_ADDRESSES:
         raise ValueError(f"start URL host is not a public address: {host!r}")
     return url
 
@@ -98,6 +105,11 @@ class CrawlOptions(BaseModel):
     metadata: dict[StrictStr, Annotated[str, StringConstraints(strict=True, max_length=1024)]] = Field(
         default_factory=dict, max_length=32
     )
+
+    @model_validator(mode="after")
+    def _sendable_headers(self) -> CrawlOptions:
+        check_headers(self.extra_headers, self.cookie)  # 422 here, before anything is written
+        return self
 
 
 class StartCrawlRequest(BaseModel):

@@ -6,6 +6,7 @@ Every default is the product default from the crawler guide; components receive 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +15,50 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from seolens_core.robots import DEFAULT_ROBOTS_SETTINGS, validate_settings
 
 DEFAULT_USER_AGENT_TOKEN = "SEOLens"
+MAX_SECRET_BYTES = 4000
+"""The configured headers and cookie together (names and values, UTF-8): they are sealed with KMS, whose
+plaintext limit is 4 KB, and sent with every request of the crawl."""
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP field name (RFC 9110 section 5.1: a token)."""
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\U0010ffff]*")
+"""A field value without control characters (CR, LF, NUL...): RFC 9110 section 5.5, tab allowed."""
+REFUSED_HEADERS = frozenset(
+    {
+        "host",  # the fetcher sets it to the URL's host (a different one would misroute every request)
+        "user-agent",  # `user_agent` is the crawl's identity, the robots.txt token matches it
+        "content-length",
+        "transfer-encoding",
+        "connection",  # hop-by-hop (RFC 9110 section 7.6.1) and framing: the client's own
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+        "cookie",  # `cookie` is its own setting
+        "accept-encoding",  # the fetcher decodes what it asks for, nothing else
+    }
+)
+
+
+def check_headers(headers: dict[str, str], cookie: str | None) -> None:
+    """Headers a crawl may send to the audited site: token names, no control characters, none the client
+    owns (`REFUSED_HEADERS`), at most `MAX_SECRET_BYTES` with the cookie. ValueError names the header."""
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"header name {name!r} is not an HTTP token")
+        if name.lower() == "cookie":
+            raise ValueError("header 'Cookie' cannot be set: give it as the cookie (--cookie)")
+        if name.lower() in REFUSED_HEADERS:
+            raise ValueError(f"header {name!r} cannot be set: the crawler sets it itself")
+        if not _FIELD_VALUE.fullmatch(value) or value != value.strip():
+            raise ValueError(f"header {name!r} has control characters or surrounding spaces in its value")
+    if cookie is not None and (not _FIELD_VALUE.fullmatch(cookie) or not cookie.strip()):
+        raise ValueError("cookie has control characters or is blank")
+    size = sum(len(k.encode()) + len(v.encode()) for k, v in headers.items()) + len((cookie or "").encode())
+    if size > MAX_SECRET_BYTES:
+        raise ValueError(f"headers and cookie take {size} bytes, more than {MAX_SECRET_BYTES}")
 
 
 class FetchSettings(BaseModel):
@@ -99,6 +144,8 @@ class CrawlSettings(BaseModel):
         token = value.split("/", 1)[0].strip()
         if not token or not all(c.isalnum() or c in "-_" for c in token):
             raise ValueError("user agent must start with a product token of letters, digits, '-' or '_'")
+        if not _FIELD_VALUE.fullmatch(value):
+            raise ValueError("user agent has control characters (it is sent as the User-Agent header)")
         return value
 
     @field_validator("start_urls")
@@ -111,6 +158,10 @@ class CrawlSettings(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> CrawlSettings:
+        check_headers(
+            {k: v.get_secret_value() for k, v in self.extra_headers.items()},
+            self.cookie.get_secret_value() if self.cookie is not None else None,
+        )
         p = self.politeness
         if p.initial_concurrency > p.max_concurrency:
             raise ValueError("politeness.initial_concurrency must not exceed politeness.max_concurrency")

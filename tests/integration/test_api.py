@@ -143,6 +143,41 @@ BAD_BODIES = [
     pytest.param({"start_urls": ["http://db.internal/"]}, "not a public host name", id="internal-suffix"),
     pytest.param({"start_urls": ["http://intranet/"]}, "not a public host name", id="single-label"),
     pytest.param({**VALID, "user_agent": "bad agent!"}, "product token", id="bad-user-agent"),
+    # Loopback and metadata spellings, read as the crawler reads hosts (WHATWG IPv4, percent-decoding, IDNA).
+    *(
+        pytest.param({"start_urls": [url]}, "not a public", id=f"spelling-{url}")
+        for url in (
+            "http://0x7f.1/",
+            "http://127.1/",
+            "http://0177.0.0.1/",
+            "http://%31%32%37.0.0.1/",
+            "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/",
+            "http://169.254.169.254./latest/",
+            "http://2130706433/",
+            "http://0xa9fea9fe/",
+            "http://localhost./",
+            "http://LOCALHOST%2e/",
+            "http://[::ffff:7f00:1]/",
+        )
+    ),
+    # Headers a fetch could not send, or the client's own: 422 naming the field.
+    *(
+        pytest.param({**VALID, "options": {"extra_headers": headers}}, needle, id=f"header-{needle}")
+        for headers, needle in (
+            ({"X-Token": "a\r\nInjected: yes"}, "control characters"),
+            ({"X-Token": "a\nb"}, "control characters"),
+            ({"X-Token": "a\x00b"}, "control characters"),
+            ({"Host": "other.example"}, "'Host' cannot be set"),
+            ({"user-agent": "Googlebot"}, "'user-agent' cannot be set"),
+            ({"Connection": "close"}, "'Connection' cannot be set"),
+            ({"Transfer-Encoding": "chunked"}, "'Transfer-Encoding' cannot be set"),
+            ({"X Token": "a"}, "not an HTTP token"),
+            ({"X-Token:": "a"}, "not an HTTP token"),
+            ({"X-Big": "v" * 1_000_000}, "more than 4000"),
+        )
+    ),
+    pytest.param({**VALID, "options": {"cookie": "a=b\r\nX: y"}}, "cookie has control", id="cookie-crlf"),
+    pytest.param({**VALID, "user_agent": "SEOLens/1.0\r\nX: y"}, "control characters", id="user-agent-crlf"),
     pytest.param({**VALID, "options": {"max_seconds": 0}}, "max_seconds", id="zero-time-budget"),
     pytest.param(
         {**VALID, "options": {"politeness": {"aimd": False}}}, "politeness", id="politeness-not-exposed"
