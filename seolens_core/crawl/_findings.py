@@ -4,6 +4,7 @@ in the audit catalogue so every finding has a severity, a category and advice.""
 from __future__ import annotations
 
 from seolens_core.audit import CATALOGUE, Category, FindingDef, Severity
+from seolens_core.crawl._links import ALERT_REDIRECT_HOPS_EXCEEDED
 from seolens_core.robots import ALERT_ROBOTS_CRAWL_DELAY_TOO_LONG
 from seolens_core.sitemaps import (
     ALERT_SITEMAP_DTD_REJECTED,
@@ -32,6 +33,13 @@ _PIPELINE = [
             "Add rel=nofollow or robots rules for generated URLs.",
         )
         for code in FINDING_CODES.values()
+    ),
+    (
+        ALERT_REDIRECT_HOPS_EXCEEDED,
+        S.WARNING,
+        C.REDIRECTS,
+        "Redirect chain too long to follow",
+        "Redirect straight to the final URL; the crawler follows at most max_redirect_hops (10) redirects.",
     ),
     (
         ALERT_ROBOTS_CRAWL_DELAY_TOO_LONG,

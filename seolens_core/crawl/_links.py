@@ -26,6 +26,7 @@ from seolens_core.urls import (
     url_key_hex,
 )
 
+ALERT_REDIRECT_HOPS_EXCEEDED = "ALERT_REDIRECT_HOPS_EXCEEDED"
 TARGET_CACHE_SIZE = 32_768
 """Link targets a crawl's scope remembers (~250 bytes each): a site's navigation and most of its links are the
 same hrefs on page after page, and each resolves the same way whichever page it is on."""
@@ -183,18 +184,7 @@ def plan_links(
         if internal:
             verdict = resolved.trap
             if verdict is not None:
-                plan.pruned_rows.append(
-                    {
-                        "crawl_id": msg.crawl_id,
-                        "url": target.url,
-                        "status": None,
-                        "depth": depth,
-                        "outcome": "pruned",
-                        "alerts": [verdict.code],
-                        "alert_detail": verdict.detail,
-                        "found_on": page.url,
-                    }
-                )
+                plan.pruned_rows.append(_pruned(msg, target, depth, verdict.code, verdict.detail, page))
                 continue
         elif not settings.check_external_links:
             continue
@@ -206,7 +196,8 @@ def plan_links(
 def plan_redirect(
     msg: FrontierMessage, page: NormalizedURL, location: str, scope: CrawlScope, settings: CrawlSettings
 ) -> LinkPlan:
-    """A redirect target is a new URL at the same depth (a redirect is not a click); it is never followed inline."""
+    """A redirect target is a new URL at the same depth (a redirect is not a click); it is never followed inline.
+    It passes the guards a link passes (the trap guards) and at most `fetch.max_redirect_hops` are followed."""
     plan = LinkPlan()
     target = scope.normalize(location, page)
     if target is None:
@@ -227,15 +218,46 @@ def plan_redirect(
     )
     if msg.check_only:
         return plan
+    hops, limit = msg.hops + 1, settings.fetch.max_redirect_hops
+    if hops > limit:
+        detail = f"not followed: more than {limit} redirects from the first URL"
+        plan.pruned_rows.append(_pruned(msg, target, msg.depth, ALERT_REDIRECT_HOPS_EXCEEDED, detail, page))
+        return plan
     if internal:
-        plan.add(_message(msg, target, msg.depth, check_only=False), target.origin)
+        verdict = check_traps(target, scope.trap_config)
+        if verdict is not None:
+            plan.pruned_rows.append(_pruned(msg, target, msg.depth, verdict.code, verdict.detail, page))
+            return plan
+        plan.add(_message(msg, target, msg.depth, check_only=False, hops=hops), target.origin)
     elif settings.check_external_links:
-        plan.add(_message(msg, target, msg.depth, check_only=True), target.origin)
+        plan.add(_message(msg, target, msg.depth, check_only=True, hops=hops), target.origin)
     return plan
 
 
+def _pruned(
+    msg: FrontierMessage, target: NormalizedURL, depth: int, code: str, detail: str, page: NormalizedURL
+) -> dict[str, Any]:
+    """The row of a URL that is recorded with a finding and never enqueued."""
+    return {
+        "crawl_id": msg.crawl_id,
+        "url": target.url,
+        "status": None,
+        "depth": depth,
+        "outcome": "pruned",
+        "alerts": [code],
+        "alert_detail": detail,
+        "found_on": page.url,
+    }
+
+
 def _message(
-    parent: FrontierMessage, target: NormalizedURL, depth: int, *, check_only: bool, key: str | None = None
+    parent: FrontierMessage,
+    target: NormalizedURL,
+    depth: int,
+    *,
+    check_only: bool,
+    key: str | None = None,
+    hops: int = 0,
 ) -> FrontierMessage:
     return FrontierMessage(
         crawl_id=parent.crawl_id,
@@ -244,4 +266,5 @@ def _message(
         depth=depth,
         parent=parent.key,
         check_only=check_only,
+        hops=hops,
     )

@@ -44,6 +44,8 @@ class FrontierMessage:
     not_before: float = 0.0
     """Epoch seconds before which it is not worth handling: set on a re-send further ahead than SQS can
     delay a message (15 minutes), which then comes back early and is sent on without asking anything."""
+    hops: int = 0
+    """Redirects followed to reach this URL (0: a link, a sitemap entry or a start URL)."""
 
     @property
     def queue_counter(self) -> str:
@@ -80,6 +82,8 @@ class FrontierMessage:
             body["bw"] = self.budget_waits
         if self.not_before:
             body["nb"] = self.not_before
+        if self.hops:
+            body["rh"] = self.hops
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -127,6 +131,7 @@ class FrontierMessage:
             redrives=_count(data.get("redrives")),
             budget_waits=_count(data.get("bw")),
             not_before=_epoch(data.get("nb")),
+            hops=_count(data.get("rh")),
         )
 
 
