@@ -65,8 +65,23 @@ def test_public_addresses_are_allowed_for_anyone(address: str) -> None:
     assert verdict.allowed and verdict.address is not None
 
 
-@pytest.mark.parametrize("address", ["169.254.169.254", "::ffff:169.254.169.254", "fd00:ec2::254"])
-def test_metadata_is_refused_even_when_the_host_is_trusted(address: str) -> None:
+@pytest.mark.parametrize(
+    "address",
+    [
+        "169.254.169.254",
+        "::ffff:169.254.169.254",
+        "fd00:ec2::254",
+        "169.254.170.2",  # ECS task credentials
+        "169.254.0.1",
+        "fd00:ec2::23",  # EC2's IPv6 DNS
+        "fd00:ec2:0:1::1",
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "64:ff9b::a9fe:aa02",
+        "::ffff:169.254.170.2",
+        "2002:a9fe:a9fe::1",  # 6to4
+    ],
+)
+def test_the_clouds_ranges_are_refused_even_when_the_host_is_trusted(address: str) -> None:
     policy = AddressPolicy.for_hosts(["metadata.internal", "169.254.169.254"])
     assert not policy.choose("metadata.internal", 80, [address]).allowed
     assert not policy.choose("169.254.169.254", 80, [address]).allowed
@@ -108,3 +123,16 @@ def test_unresolved_host_is_refused() -> None:
 
 def test_zone_index_is_ignored_when_classifying() -> None:
     assert not UNTRUSTED.choose("ll.example", 80, ["fe80::1%eth0"]).allowed
+
+
+@pytest.mark.parametrize("entry", ["Shop.Test.", "SHOP.TEST", "shop.test.", " shop.test "])
+def test_allow_host_entries_are_normalised_as_hosts_are(entry: str) -> None:
+    assert AddressPolicy.for_hosts([entry]).choose("shop.test", 80, ["10.0.0.7"]).allowed
+    assert AddressPolicy.for_hosts([f"{entry.strip()}:8080"]).choose("shop.test", 8080, ["10.0.0.7"]).allowed
+    assert not AddressPolicy.for_hosts([f"{entry.strip()}:8080"]).choose("shop.test", 80, ["10.0.0.7"]).allowed
+
+
+def test_a_nat64_address_is_judged_by_the_ipv4_address_it_carries() -> None:
+    policy = AddressPolicy()
+    assert not policy.choose("x.example", 80, ["64:ff9b::7f00:1"]).allowed  # 127.0.0.1
+    assert policy.choose("x.example", 80, ["64:ff9b::808:808"]).allowed  # 8.8.8.8

@@ -64,3 +64,27 @@ def test_identity_and_unknown_encoding_are_capped_raw() -> None:
     for encoding in (None, "identity", "x-unknown"):
         decoder = BoundedDecoder(encoding, 10)
         assert decoder.feed(b"0123456789abc") == b"0123456789" and decoder.truncated
+
+
+def test_the_brotli_pin_admits_no_version_without_a_bounded_process() -> None:
+    """brotli 1.1.0's `Decompressor.process()` takes no `output_buffer_limit`: every `br` response would fail.
+    The pin (pyproject.toml and requirements.txt) must start at 1.2.0, where it appeared."""
+    import tomllib
+    from pathlib import Path
+
+    import brotli
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).resolve().parents[3]
+    declared = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    listed = (root / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    for line in (*declared, *listed):
+        requirement = (
+            Requirement(line.split("#", 1)[0].strip()) if line.strip() and not line.startswith("#") else None
+        )
+        if requirement is None or requirement.name != "brotli":
+            continue
+        for old in ("1.0.9", "1.1.0"):
+            assert not requirement.specifier.contains(old), f"{line!r} admits brotli {old}"
+        assert requirement.specifier.contains("1.2.0")
+    assert brotli.Decompressor().process(b"", output_buffer_limit=1) == b""
