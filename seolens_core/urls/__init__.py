@@ -2,7 +2,8 @@
 
 Choices where the standards leave room (each is tested in tests/unit/urls/):
 - Resolution is RFC 3986 strict: `http:g` keeps its scheme, has no host and is rejected. Hrefs get the WHATWG
-  preprocessing (trim C0 and spaces, drop tabs and newlines) but a backslash is data (`%5C`), not a slash.
+  preprocessing (trim C0 and spaces, drop tabs and newlines); a backslash in a path is data (`%5C`), not a
+  slash, but in the authority it ends the host as in browsers (WHATWG authority state): never past an `@`.
 - Userinfo is dropped; `+` stays `+` (only form decoding reads it as a space) and a space becomes `%20`;
   `?` with nothing after it is dropped, as are empty parameters; `a` and `a=` stay distinct.
 - Hosts: IDNA 2008 via UTS 46 (non-transitional); ASCII labels may hold `_`; numeric hosts follow the

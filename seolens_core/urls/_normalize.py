@@ -72,7 +72,18 @@ def _split_base(base: str) -> _BaseParts | Rejection:
     parts = rfc.split(base.strip(_C0_AND_SPACE).translate(_TAB_NEWLINE))
     if parts.scheme is None:
         return Rejection(RejectReason.INVALID_BASE, f"base URL is not absolute: {base[:80]!r}")
-    return parts.scheme.lower(), parts.authority, parts.path, parts.query
+    authority, path = parts.authority, parts.path
+    if authority is not None and "\\" in authority:
+        authority, path = _backslash_ends_authority(authority, path)
+    return parts.scheme.lower(), authority, path, parts.query
+
+
+def _backslash_ends_authority(authority: str, path: str) -> tuple[str, str]:
+    """WHATWG URL Standard, authority state: in a special URL (http, https) a backslash ends the authority
+    as "/" does, so `http://a.example\\@b.example/` is a.example's path `/@b.example/` (where browsers go),
+    never b.example's. Only this backslash becomes "/"; later ones stay data, as in any path."""
+    cut = authority.index("\\")
+    return authority[:cut], "/" + authority[cut + 1 :] + path
 
 
 def _normalize(
@@ -86,6 +97,8 @@ def _normalize(
     match = rfc.SPLIT(text)
     assert match is not None  # appendix B matches every string
     scheme, authority, path, query, _fragment = match.groups()
+    if authority is not None and "\\" in authority:
+        authority, path = _backslash_ends_authority(authority, path)
 
     # RFC 3986 section 5.2.2 (strict), then stage 1: scheme lowercasing; "//host" takes the base's scheme.
     if scheme is not None:
