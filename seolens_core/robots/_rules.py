@@ -7,6 +7,7 @@ normalization (percent-encoding) and wildcard matcher, which follow the RFC.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable, Sequence
 
@@ -26,6 +27,8 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _ESCAPED_SLASH = re.compile(r"%2[fF]")
 # A target made only of characters that percent-encoding leaves alone needs no quoting.
 _PLAIN_TARGET = re.compile(r"/[A-Za-z0-9_.~/=-]*").fullmatch
+_BLANK = " \t\u00a0\ufffd"
+"""What may stand for a space around a directive in a body that is not UTF-8: U+00A0, and U+FFFD."""
 _DELAY = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 MAX_CRAWL_DELAY_S = 86_400.0
@@ -65,7 +68,8 @@ _Rule = tuple[Callable[[str], bool], bool]
 def decode_robots_body(content: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, bool]:
     """Decode a robots.txt body to text cut at a line boundary within `max_bytes`; True if it was cut.
 
-    Never raises: a BOM is dropped, invalid UTF-8 becomes U+FFFD (which matches no real URL).
+    Never raises: a BOM is dropped, invalid UTF-8 becomes U+FFFD (which matches no real URL), except a lone
+    0xA0 byte, Latin-1's no-break space, which becomes U+00A0 (whitespace around directives).
     """
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else bytes(content)
     truncated = len(data) > max_bytes
@@ -75,7 +79,20 @@ def decode_robots_body(content: bytes | str, max_bytes: int = DEFAULT_MAX_BYTES)
         data = head[: cut + 1]
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", "replace"), truncated
-    return data.decode("utf-8-sig", "replace"), truncated
+    return data.decode("utf-8-sig", _NBSP_OR_REPLACE), truncated
+
+
+def _nbsp_or_replace(error: UnicodeError) -> tuple[str, int]:
+    """A decoding error handler: an invalid byte 0xA0 is Latin-1's no-break space (whitespace to the parser,
+    as the site meant it: `User-agent: *\xa0`), any other invalid byte U+FFFD, as "replace" makes it."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    bad = error.object[error.start : error.end]
+    return "".join("\xa0" if byte == 0xA0 else "\ufffd" for byte in bad), error.end
+
+
+_NBSP_OR_REPLACE = "seolens-robots-nbsp"
+codecs.register_error(_NBSP_OR_REPLACE, _nbsp_or_replace)
 
 
 def compact_robots_text(text: str) -> str:
@@ -101,25 +118,34 @@ def _directive(line: str) -> tuple[str, str] | None:
     """Split a comment-free, stripped line into (canonical field, value); None for unknown records."""
     name, colon, value = line.partition(":")
     if colon:
-        field = _FIELDS.get(name.strip().lower())
+        field = _FIELDS.get(name.strip(_BLANK).lower())
         if field is not None:
-            return field, value.strip()
+            return field, _value(field, value)
     # Lenient "<field> <value>" form without a colon, e.g. "Disallow /private" or "User agent foo".
     words = line.split(None, 2)
     if len(words) >= 2:
         field = _FIELDS.get(f"{words[0]} {words[1]}".lower())
         if field is not None:
-            return field, words[2] if len(words) == 3 else ""
+            return field, _value(field, words[2]) if len(words) == 3 else ""
     words = line.split(None, 1)
     field = _FIELDS.get(words[0].lower())
     if field is not None:
-        return field, words[1] if len(words) == 2 else ""
+        return field, _value(field, words[1]) if len(words) == 2 else ""
     return None
+
+
+def _value(field: str, raw: str) -> str:
+    """A directive's value without the whitespace around it, U+00A0 included (str.strip), nor U+FFFD before
+    it (no path or agent starts with one: it is a mangled space). A U+FFFD ending a path stays (it is data,
+    `/caf\xe9`: cut, a Disallow would block all of /caf, an Allow would allow it); one ending a User-agent
+    value goes, only the token before it counts."""
+    value = raw.strip().lstrip(_BLANK)
+    return value.rstrip(_BLANK) if field == _USER_AGENT else value
 
 
 def _agent_token(value: str) -> str | None:
     """The lower-cased product token of a User-agent value (`Googlebot/2.1` -> `googlebot`), or None."""
-    if value == "*" or (value.startswith("*") and value[1].isspace()):
+    if value == "*" or (value.startswith("*") and (value[1].isspace() or value[1] in _BLANK)):
         return "*"
     match = _AGENT_TOKEN.match(value)
     return match.group().lower() if match else None
