@@ -8,7 +8,8 @@ template stays the only list of resources.
 
 Pruned on moto 5.2 (found by deploying; `MOTO_UNSUPPORTED_TYPES`): `AWS::ApiGatewayV2::Api` and
 `AWS::ApiGatewayV2::Stage` (so the HTTP API, its `AWS::Lambda::Permission`s and the `ApiUrl` output go
-too) and `AWS::S3::BucketPolicy` (the TLS-only policy; moto does not enforce bucket policies anyway).
+too), `AWS::S3::BucketPolicy` (the TLS-only policy; moto does not enforce bucket policies anyway) and
+`AWS::Lambda::EventInvokeConfig` (the scheduled audit's OnFailure destination; no schedule runs locally).
 Lambda code is a stub zip: the local runtime runs the handlers in-process, never moto's Lambda.
 moto's CloudFormation also ignores two table properties, `TimeToLiveSpecification` and
 `PointInTimeRecoverySpecification`; they are applied from the template through the DynamoDB API.

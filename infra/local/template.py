@@ -38,6 +38,7 @@ MOTO_UNSUPPORTED_TYPES: frozenset[str] = frozenset(
     {
         "AWS::ApiGatewayV2::Api",
         "AWS::ApiGatewayV2::Stage",
+        "AWS::Lambda::EventInvokeConfig",  # the scheduled audit's OnFailure destination (no schedule runs here)
         "AWS::S3::BucketPolicy",
     }
 )

@@ -37,6 +37,7 @@ def test_deploy_is_fast_and_prunes_only_the_api_and_bucket_policy(stack: Deploye
         "CrawlApiCallerPolicy",  # they name the API's routes
         "CrawlApiOperatorPolicy",
         "ResultsBucketPolicy",
+        "ScheduledAuditFunctionEventInvokeConfig",
         *(f"ApiFunction{route}Permission" for route in ("StartCrawl", "ListCrawls", "GetCrawl")),
         *(
             f"ApiFunction{route}Permission"

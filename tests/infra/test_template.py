@@ -84,7 +84,12 @@ ALLOWED_RESOURCES = {
         "ResultsBucket",
     },
     "ApiFunction": {"ApiLogGroup", "CrawlsTable", "CrawlStateMachine", "ResultsBucket", "SecretsKey"},
-    "ScheduledAuditFunction": {"ScheduledAuditLogGroup", "CrawlsTable", "CrawlStateMachine"},
+    "ScheduledAuditFunction": {
+        "ScheduledAuditLogGroup",
+        "CrawlsTable",
+        "CrawlStateMachine",
+        "ScheduledAuditFailureQueue",  # its async invoke's OnFailure destination
+    },
 }
 # Actions AWS does not scope to resources: the only ones allowed on Resource "*".
 STAR_RESOURCE_ACTIONS = {
@@ -166,7 +171,9 @@ def test_frontier_queue_redrive_and_visibility(sam_template: dict[str, Any]) -> 
         "deadLetterTargetArn": {"Fn::GetAtt": ["FrontierDeadLetterQueue", "Arn"]},
         "maxReceiveCount": 5,
     }
-    assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600
+    dead_letters = sam_template["Resources"]["FrontierDeadLetterQueue"]["Properties"]
+    # Dead-lettered messages keep their first enqueue time: the DLQ must keep them longer than the frontier.
+    assert 10 * 24 * 3600 <= queue["MessageRetentionPeriod"] < dead_letters["MessageRetentionPeriod"]
 
 
 def test_worker_sqs_event_source(sam_template: dict[str, Any]) -> None:
@@ -400,3 +407,20 @@ def test_requirements_txt_is_what_the_package_depends_on() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
     lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
     assert [ln for ln in lines if ln.strip() and not ln.startswith("#")] == declared
+
+
+def test_data_is_retained_and_expired_as_documented(sam_template: dict[str, Any]) -> None:
+    """The crawl history and the results survive a stack deletion or replacement; dead-letter objects expire
+    like crawl results; a scheduled audit whose invocation failed lands in a queue, not only in the logs."""
+    resources = sam_template["Resources"]
+    for name in ("CrawlsTable", "ResultsBucket"):
+        assert resources[name].get("DeletionPolicy") == "Retain", name
+        assert resources[name].get("UpdateReplacePolicy") == "Retain", name
+    rules = resources["ResultsBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    expiring = {r.get("Prefix") for r in rules if r.get("Status") == "Enabled" and "ExpirationInDays" in r}
+    assert {"crawls/", "dead-letters/"} <= expiring
+    invoke = resources["ScheduledAuditFunction"]["Properties"]["EventInvokeConfig"]
+    assert invoke["DestinationConfig"]["OnFailure"] == {
+        "Type": "SQS",
+        "Destination": {"Fn::GetAtt": ["ScheduledAuditFailureQueue", "Arn"]},
+    }

@@ -552,3 +552,14 @@ def test_the_frontier_switch_has_its_own_operator_policy() -> None:
     for path, operations in document["paths"].items():
         for operation in operations.values():
             assert ("CrawlApiOperatorPolicy" in operation["summary"]) == path.startswith("/frontier"), path
+
+
+def test_the_openapi_document_names_its_security_and_every_error() -> None:
+    document = json.loads((REPO / "docs" / "openapi.json").read_text())
+    scheme = document["components"]["securitySchemes"]["sigv4"]
+    assert (scheme["type"], scheme["in"], scheme["name"]) == ("apiKey", "header", "Authorization")
+    assert scheme["x-amazon-apigateway-authtype"] == "awsSigv4"
+    assert document["security"] == [{"sigv4": []}]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert {"403", "422", "500"} <= set(operation["responses"]), (method, path)
