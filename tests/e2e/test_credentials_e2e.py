@@ -20,9 +20,11 @@ from infra.fixture_site import FixtureServer, RequestRecord, SiteSpec
 from infra.fixture_site._http import Request, Response
 from infra.fixture_site._routes import RouteContext, html, redirect, text, xml
 from infra.fixture_site._tls import TlsFixture
+from infra.local.iam_audit import IamAudit
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.fetch import _pool
 from seolens_core.settings import CrawlSettings
+from tests.e2e.conftest import translated_template
 
 COOKIE = "session=SECRET-COOKIE"
 BEARER = "Bearer SECRET-TOKEN"
@@ -129,8 +131,14 @@ def test_secrets_go_to_the_audited_site_only(
         progress_poll_s=1,
         robots_retry_base_s=1,
     )
-    run = run_crawl(local_cloud, settings, workers=2, out_dir=tmp_path)
+    assert local_cloud.stack is not None
+    audit = IamAudit(local_cloud.stack)
+    with audit.recording():
+        run = run_crawl(local_cloud, settings, workers=2, out_dir=tmp_path)
     assert run.execution.status == "SUCCEEDED"
+    # The secrets were sealed with KMS; the worker and the seeder opening them is granted by their roles.
+    assert ("FetchWorkerFunction", "kms:Decrypt") in {(a.function, a.action) for a in audit.accesses}
+    assert audit.violations(translated_template()) == [] and not audit.unresolved
 
     shop = [r for r in srv.log("shop") if r.host_header == f"shop.test:{port}"]
     over_https = [r for r in shop if r.tls]
