@@ -63,9 +63,9 @@ def test_schemas_come_from_the_template() -> None:
     resources = load_template(TEMPLATE)["Resources"]
     urls = TableSchema.from_description(resources["UrlsTable"]["Properties"])
     assert urls.keys == ("crawl_id", "url_key") and urls.indexes == ()
-    crawls = _schemas()[CRAWLS]
-    (by_site,) = crawls.indexes
-    assert by_site.keys == {"site", "created_at"}
+    crawls = {index.name: index for index in _schemas()[CRAWLS].indexes}
+    assert crawls["by_site"].keys == {"site", "created_at"} and crawls["by_site"].projected == {"status"}
+    assert crawls["by_owner"].keys == {"owner", "created_at"} and crawls["by_owner"].projected == {"status"}
     (pending,) = _schemas()[URLS].indexes
     assert pending.keys == {"pending_crawl", "url_key"} and pending.projected == {"url", "depth", "host"}
 
@@ -110,6 +110,7 @@ def _crawl_item() -> dict[str, Any]:
         "crawl_id": {"S": "c1"},
         "site": {"S": "https://a.test"},
         "created_at": {"S": "2026-12-02T00:00:00Z"},
+        "owner": {"S": "arn:aws:iam::123456789012:user/alice"},
         "status": {"S": "RUNNING"},
         "settings": {"S": "x" * 2500},
     }
@@ -135,7 +136,8 @@ def test_an_index_of_every_attribute_copies_each_update_of_the_item() -> None:
 
 def test_the_crawls_index_copies_status_changes_not_counter_updates() -> None:
     stored = StoredItems(_schemas())
-    assert _units(stored, "PutItem", {"TableName": CRAWLS, "Item": _crawl_item()}) == 1
+    # by_site and by_owner each copy the keys and status (one unit each), never the counters
+    assert _units(stored, "PutItem", {"TableName": CRAWLS, "Item": _crawl_item()}) == 2
     assert _units(stored, "UpdateItem", _counters_update()) == 0
     status = {
         "TableName": CRAWLS,
@@ -143,7 +145,7 @@ def test_the_crawls_index_copies_status_changes_not_counter_updates() -> None:
         "UpdateExpression": "SET #s = :s",
         "ExpressionAttributeNames": {"#s": "status"},
     }
-    assert _units(stored, "UpdateItem", status) == 1
+    assert _units(stored, "UpdateItem", status) == 2
 
 
 def test_the_meter_counts_index_writes_only_for_writes_that_succeeded() -> None:
@@ -181,7 +183,9 @@ def test_the_meter_counts_index_writes_only_for_writes_that_succeeded() -> None:
             ]
         )
     items = meter.items()
-    assert items[INDEX_WRITES] == 3 + 1  # three claims and the crawl put (its counter update: none)
+    # three claims and the crawl put: by_site, and by_owner, which may have held an item under that key before
+    # (a put of an unseen item is counted as replacing one); its counter update: none
+    assert items[INDEX_WRITES] == 3 + 2
     # the update inside the transaction is billed by the stored item's size (2 KB), not as one unit
     assert items["dynamodb.TransactWriteItems"] == 3 + 3 + 2
     # without the tables' schemas (in Lambda), no index writes are counted
