@@ -139,6 +139,8 @@ def test_secrets_go_to_the_audited_site_only(
     # The secrets were sealed with KMS; the worker and the seeder opening them is granted by their roles.
     assert ("FetchWorkerFunction", "kms:Decrypt") in {(a.function, a.action) for a in audit.accesses}
     assert audit.violations(translated_template()) == [] and not audit.unresolved
+    assert run.record.status.terminal and run.record.sealed_secrets is None  # dropped when the crawl ended
+    assert run.record.secret_names == ("Authorization", "Cookie")  # the masked view still names them
 
     shop = [r for r in srv.log("shop") if r.host_header == f"shop.test:{port}"]
     over_https = [r for r in shop if r.tls]
