@@ -14,6 +14,7 @@ from seolens_core.audit._catalogue import (
     UnknownFindingError,
     make_finding,
 )
+from seolens_core.audit._indexability import INDEXABLE, NON_INDEXABLE, expired, indexability
 from seolens_core.audit._page import FetchFacts, audit_page
 from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
 from seolens_core.audit._site import (
@@ -32,6 +33,8 @@ from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, Waf
 __all__ = [
     "CATALOGUE",
     "DUPLICATE_KINDS",
+    "INDEXABLE",
+    "NON_INDEXABLE",
     "UNATTEMPTED_OUTCOMES",
     "WAF_BLOCK_STATUSES",
     "WAF_SIGNATURES",
@@ -56,6 +59,8 @@ __all__ = [
     "duplicate_findings",
     "duplicate_groups",
     "duplicate_values",
+    "expired",
+    "indexability",
     "make_finding",
     "site_findings",
 ]

@@ -70,6 +70,13 @@ class FindingCode(enum.StrEnum):
     HTTP_5XX = "ALERT_HTTP_5XX"
     FETCH_ERROR = "ALERT_FETCH_ERROR"
     ROBOTS_DISALLOWED = "ALERT_ROBOTS_DISALLOWED"
+    # Signals search engines read (issue 47, items 1-4 and 7), one family after the other.
+    CANONICAL_MULTIPLE = "ALERT_CANONICAL_MULTIPLE"
+    CANONICAL_RELATIVE = "ALERT_CANONICAL_RELATIVE"
+    CANONICAL_CROSS_DOMAIN = "ALERT_CANONICAL_CROSS_DOMAIN"
+    CANONICAL_TO_NOINDEX = "ALERT_CANONICAL_TO_NOINDEX"
+    NOINDEX_AND_CANONICAL = "ALERT_NOINDEX_AND_CANONICAL"
+    UNAVAILABLE_AFTER = "ALERT_UNAVAILABLE_AFTER"
 
 
 _CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
@@ -202,6 +209,25 @@ _BUILTIN = (
      "No HTTP answer (DNS, connection, TLS or timeout); check the host is reachable.", False),
     (F.ROBOTS_DISALLOWED, S.INFO, C.CRAWL, "Blocked by robots.txt",
      "robots.txt disallows this URL for our crawler, so it was not fetched.", False),
+    # Indexability (issue 47)
+    (F.CANONICAL_MULTIPLE, S.WARNING, C.INDEXABILITY, "Several different canonicals",
+     "The page declares more than one canonical URL (HTML and/or Link header); search engines then ignore "
+     "them all. Keep one.", True),
+    (F.CANONICAL_RELATIVE, S.NOTICE, C.INDEXABILITY, "Relative canonical URL",
+     "Write the canonical as an absolute URL (scheme and host): a relative one breaks on mirrors, "
+     "staging hosts and scrapers.", True),
+    (F.CANONICAL_CROSS_DOMAIN, S.NOTICE, C.INDEXABILITY, "Canonical to another host",
+     "The canonical points to another host; check that the other site is meant to rank instead of this "
+     "one.", True),
+    (F.CANONICAL_TO_NOINDEX, S.WARNING, C.INDEXABILITY, "Canonical target is noindex",
+     "The canonical URL asks not to be indexed, so neither page may be; point the canonical to an "
+     "indexable page.", True),
+    (F.NOINDEX_AND_CANONICAL, S.WARNING, C.INDEXABILITY, "Noindex with a canonical elsewhere",
+     "Noindex and a canonical to another URL are opposite signals; use the canonical alone to consolidate, "
+     "or noindex alone to drop the page.", True),
+    (F.UNAVAILABLE_AFTER, S.NOTICE, C.INDEXABILITY, "Scheduled removal (unavailable_after)",
+     "The page asks to leave search results after a date; check it is intended and the date is valid. "
+     "Once it has passed the page counts as noindex.", True),
 )  # fmt: skip
 
 CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)

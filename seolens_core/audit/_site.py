@@ -122,6 +122,7 @@ class _Target:
     canonical: str | None
     waf: bool
     hreflang_hrefs: frozenset[str]
+    noindex: bool = False
 
 
 _PLAIN = _Target(200, None, None, None, False, frozenset())
@@ -136,6 +137,13 @@ def _can_make_link_finding(target: _Target) -> bool:
 
 def _status_text(target: _Target) -> str:
     return f"fetch error: {target.error}" if target.error is not None else f"status {target.status}"
+
+
+def _target_text(target: _Target) -> str:
+    """`_status_text`, plus where a redirecting target leads."""
+    if target.redirect_to is not None and target.error is None:
+        return f"{_status_text(target)}, redirects to {target.redirect_to}"
+    return _status_text(target)
 
 
 # The duplicate rules: (kind, finding code, what the pages share), in the order their findings are emitted.
@@ -298,7 +306,13 @@ class SiteAudit:
             if row.is_sitemap_url and self._keep_sitemap:
                 self._sitemap.add(row.url)
             return
-        plain = row.ok and row.waf_provider is None and row.canonical in (None, row.url) and not row.hreflang
+        plain = (
+            row.ok
+            and row.waf_provider is None
+            and row.canonical in (None, row.url)
+            and not row.hreflang
+            and not row.noindex
+        )
         if plain:  # as a target: no link or canonical finding, hreflang only needs to know it is 2xx
             self._plain.append(url_key(row.url))
             self._plain_sorted = False
@@ -310,6 +324,7 @@ class SiteAudit:
                 row.canonical,
                 row.waf_provider is not None,
                 frozenset(href for _, href in row.hreflang),
+                row.noindex,
             )
         if row.redirects and row.redirect_to:
             self._redirects[row.url] = row.redirect_to
@@ -359,11 +374,19 @@ class SiteAudit:
             ok = target.error is None and target.status is not None and 200 <= target.status < 300
             if not ok:
                 yield make_finding(
-                    F.CANONICAL_NON_200, url, _status_text(target), canonical, catalogue=catalogue
+                    F.CANONICAL_NON_200, url, _target_text(target), canonical, catalogue=catalogue
                 )
             elif target.canonical is not None and target.canonical != canonical:
                 detail = f"{url} -> {canonical} -> {target.canonical}"
                 yield make_finding(F.CANONICAL_CHAIN, url, detail, canonical, catalogue=catalogue)
+            elif target.noindex:
+                yield make_finding(
+                    F.CANONICAL_TO_NOINDEX,
+                    url,
+                    "the canonical URL is noindex",
+                    canonical,
+                    catalogue=catalogue,
+                )
         for url, alternates in self._with_hreflang:
             for lang, href in alternates:
                 target = self._target(href)

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from seolens_core.audit import AuditSettings, FetchFacts, audit_page, detect_waf
+from seolens_core.audit import AuditSettings, FetchFacts, audit_page, detect_waf, expired
 from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_links
 from seolens_core.fetch import FetchResult
 from seolens_core.frontier import FrontierMessage
-from seolens_core.html import PageFacts, extract_page
+from seolens_core.html import MULTI_VALUE_SEP, PageFacts, extract_page, non_html_facts
 from seolens_core.settings import CrawlSettings
 from seolens_core.urls import NormalizedURL
 
@@ -82,7 +82,8 @@ def page_row(
 ) -> tuple[dict[str, Any], LinkPlan | None]:
     """The row for a fetched URL and, for an internal HTML page, the plan for its links (`known`: see
     `plan_links`)."""
-    row = _base(msg, time.time())
+    now = time.time()
+    row = _base(msg, now)
     content_type = result.content_type
     row.update(
         {
@@ -107,7 +108,9 @@ def page_row(
     row["is_html"] = is_html
     facts = PageFacts(url=url.url, is_html=False)
     plan = None
-    canonical: str | None = None
+    if not msg.check_only and not (is_html and result.body):
+        facts = non_html_facts(url.url, result.headers)  # X-Robots-Tag and Link headers: a PDF has them too
+        row.update({"x_robots_tag": facts.x_robots_tag, "canonical_header": _joined(facts.header_canonicals)})
     if is_html and result.body and not msg.check_only:
         # Like Googlebot, only the first 2 MiB of HTML count; it also bounds the DOM (~35x the input) in a
         # 256 MB worker. Bigger pages get ALERT_LARGE_PAGE from the audit.
@@ -116,11 +119,6 @@ def page_row(
         )
         row.update(facts.to_row())
         row["url"] = msg.url
-        row["noindex"] = facts.noindex
-        if facts.canonical:
-            resolved = scope.normalize(facts.canonical, url)
-            canonical = resolved.url if resolved is not None else None
-            row["canonical"] = canonical or facts.canonical
         if waf is None and 200 <= (result.status or 0) < 300:
             base = scope.normalize(facts.base_href, url) if facts.base_href else None
             plan = plan_links(
@@ -128,6 +126,8 @@ def page_row(
             )
             row["links_internal"] = sum(1 for e in plan.edges if e["internal"])
             row["links_external"] = sum(1 for e in plan.edges if not e["internal"])
+    canonical = _canonical(facts, url, scope, row)
+    row["noindex"] = facts.noindex or expired(facts, now)
     fetch = FetchFacts(
         status=result.status,
         final_url=url.url,
@@ -136,9 +136,33 @@ def page_row(
         content_type=content_type,
     )
     audit = _audit_settings(settings.thin_content_words)
-    findings = audit_page(facts, fetch, audit, waf=waf, canonical_url=canonical)
+    findings = audit_page(facts, fetch, audit, waf=waf, canonical_url=canonical, now=now)
     row["alerts"] = sorted({f.code for f in findings})
+    details = {f.code: f.detail for f in findings if f.detail}
+    if details:
+        row["alert_details"] = details
     return row, plan
+
+
+def _canonical(facts: PageFacts, url: NormalizedURL, scope: CrawlScope, row: dict[str, Any]) -> str | None:
+    """The page's normalized canonical (the first `<link>` one against `<base>`, else the Link header's
+    against the URL), written to the row with the header's canonicals; None when it has none."""
+    if facts.header_canonicals:
+        resolved = [(scope.normalize(href, url), href) for href in facts.header_canonicals]
+        row["canonical_header"] = _joined(tuple(u.url if u is not None else raw for u, raw in resolved))
+    if not facts.canonical:
+        return None
+    base = url
+    if facts.canonicals and facts.base_href:
+        base = scope.normalize(facts.base_href, url) or url
+    target = scope.normalize(facts.canonical, base)
+    canonical = target.url if target is not None else None
+    row["canonical"] = canonical or facts.canonical
+    return canonical
+
+
+def _joined(values: tuple[str, ...]) -> str | None:
+    return MULTI_VALUE_SEP.join(values) if values else None
 
 
 @functools.lru_cache(maxsize=32)

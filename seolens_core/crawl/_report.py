@@ -63,6 +63,7 @@ from seolens_core.audit import (
     duplicate_findings,
     duplicate_groups,
     duplicate_values,
+    indexability,
     make_finding,
 )
 from seolens_core.crawl._findings import ALERT_CRAWL_STOPPED, ALERT_SITEMAP_NOT_READ, describe
@@ -238,6 +239,7 @@ class Reporter:
                 row["depth"] = None
                 for key in ("status", "title", "alerts"):
                     row.setdefault(key, [] if key == "alerts" else None)
+                row["indexability"], row["indexability_status"] = indexability(row)
             for url, depth in (await self.inlinks.depths(crawl_id, cursor, shard)).items():
                 if url in pages:
                     pages[url][1]["depth"] = depth
@@ -389,6 +391,7 @@ class Reporter:
                 "by_outcome": dict(stats.by_outcome),
                 "by_status": {str(k): v for k, v in stats.by_status.items()},
                 "by_depth": {str(k): v for k, v in stats.by_depth.items()},
+                "by_indexability": dict(sorted(stats.by_indexability.items())),
                 "links": int(cursor["links"]),
                 "sitemap_urls": n_sitemap,
                 "pending": n_pending,
@@ -852,6 +855,7 @@ class _PageStats:
         self.by_outcome: Counter[Any] = Counter()
         self.by_status: Counter[Any] = Counter()
         self.by_depth: Counter[Any] = Counter()
+        self.by_indexability: Counter[str] = Counter()
         self.shown: list[dict[str, Any]] = []
         self._ttfb: list[float] = []
         self._histogram: list[int] | None = None
@@ -863,6 +867,8 @@ class _PageStats:
         self.by_outcome[row.get("outcome", "?")] += 1
         self.by_status[row.get("status")] += 1
         self.by_depth[row["depth"]] += 1
+        if row.get("indexability") is not None:
+            self.by_indexability[row.get("indexability_status") or str(row["indexability"])] += 1
         if len(self.shown) < HTML_MAX_ROWS:
             self.shown.append(row)
         ttfb = row.get("ttfb_ms")
@@ -998,9 +1004,10 @@ def _top_findings(findings: list[dict[str, Any]], limit: int) -> list[dict[str, 
 def _page_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for row in rows:
+        details = row.get("alert_details") or {}
         for code in row.get("alerts") or []:
             severity, title = describe(code)
-            detail = row.get("alert_detail") or title
+            detail = details.get(code) or row.get("alert_detail") or title
             out.append({"code": code, "severity": severity, "url": row["url"], "detail": detail})
     return out
 

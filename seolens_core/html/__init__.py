@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from seolens_core.html._charset import decode_body, sniff_charset
 from seolens_core.html._depth import flatten_deep_nesting, guard_depth
-from seolens_core.html._extract import extract_page, header_value, is_html_content_type
-from seolens_core.html._facts import MULTI_VALUE_SEP, OpenGraph, PageFacts, RawLink, robots_directives
+from seolens_core.html._extract import extract_page, header_value, is_html_content_type, non_html_facts
+from seolens_core.html._facts import (
+    MULTI_VALUE_SEP,
+    OpenGraph,
+    PageFacts,
+    RawLink,
+    parse_http_date,
+    robots_directives,
+    unavailable_after,
+)
+from seolens_core.html._link_header import HeaderLink, parse_link_header
 
 __all__ = [
     "MULTI_VALUE_SEP",
+    "HeaderLink",
     "OpenGraph",
     "PageFacts",
     "RawLink",
@@ -18,6 +28,10 @@ __all__ = [
     "guard_depth",
     "header_value",
     "is_html_content_type",
+    "non_html_facts",
+    "parse_http_date",
+    "parse_link_header",
     "robots_directives",
     "sniff_charset",
+    "unavailable_after",
 ]

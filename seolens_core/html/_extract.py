@@ -16,6 +16,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from seolens_core.html._charset import decode_body
 from seolens_core.html._depth import guard_depth
 from seolens_core.html._facts import LinkTag, OpenGraph, PageFacts, RawLink
+from seolens_core.html._link_header import parse_link_header
 
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 INVISIBLE_TAGS = ["script", "style", "noscript", "template"]
@@ -25,6 +26,23 @@ _JSONLD_MEDIA_TYPE = "application/ld+json"
 # Bounds the JSON-LD walk so a hostile document cannot make it expensive.
 _JSONLD_MAX_NODES = 10_000
 _EMPTY_HEADERS: Mapping[str, str] = {}
+# Robots meta tags named after one crawler; the audit applies those of ROBOTS_AGENTS (googlebot, seolens).
+AGENT_META_NAMES = frozenset(
+    {
+        "googlebot",
+        "googlebot-news",
+        "googlebot-image",
+        "google-extended",
+        "bingbot",
+        "msnbot",
+        "slurp",
+        "yandex",
+        "baiduspider",
+        "duckduckbot",
+        "applebot",
+        "seolens",
+    }
+)
 
 
 def is_html_content_type(content_type: str | None) -> bool:
@@ -102,8 +120,21 @@ def _anchor_text(node: LexborNode, tag: str) -> str:
     return text
 
 
-def _non_html(url: str, x_robots_tag: str | None) -> PageFacts:
-    return PageFacts(url=url, is_html=False, x_robots_tag=x_robots_tag)
+def _header_canonicals(headers: Mapping[str, str]) -> tuple[str, ...]:
+    links = parse_link_header(header_value(headers, "link"))
+    return tuple(link.href for link in links if "canonical" in link.rel and link.href)
+
+
+def non_html_facts(url: str, headers: Mapping[str, str] = _EMPTY_HEADERS) -> PageFacts:
+    """The facts a non-HTML answer (PDF, image, ...) carries in its headers: X-Robots-Tag, Link."""
+    header_canonicals = _header_canonicals(headers)
+    return PageFacts(
+        url=url,
+        is_html=False,
+        x_robots_tag=header_value(headers, "x-robots-tag"),
+        canonical=header_canonicals[0] if header_canonicals else None,
+        header_canonicals=header_canonicals,
+    )
 
 
 def extract_page(
@@ -121,14 +152,15 @@ def extract_page(
     """
     x_robots_tag = header_value(headers, "x-robots-tag")
     if not is_html_content_type(content_type):
-        return _non_html(url, x_robots_tag)
+        return non_html_facts(url, headers)
     text, charset = decode_body(body, content_type)
     parser = LexborHTMLParser(guard_depth(text), scripting=True)
 
     title: str | None = None
     meta_desc: str | None = None
     meta_robots: list[str] = []
-    canonical: str | None = None
+    meta_agents: list[tuple[str, str]] = []
+    canonicals: list[str] = []
     base_href: str | None = None
     h1: list[str] = []
     h2: list[str] = []
@@ -169,6 +201,8 @@ def extract_page(
                 meta_desc = _squash(content or "")
             elif name == "robots" and content:
                 meta_robots.append(content.strip())
+            elif name in AGENT_META_NAMES and content:
+                meta_agents.append((name, content.strip()))
             prop = (attrs.get("property") or name).strip().lower()
             if prop.startswith("og:") and content is not None and prop not in og:
                 og[prop] = content.strip()
@@ -177,8 +211,8 @@ def extract_page(
             href = _attr(node, "href")
             if href is None:
                 continue
-            if "canonical" in rel and canonical is None:
-                canonical = href
+            if "canonical" in rel:
+                canonicals.append(href)
             lang = _attr(node, "hreflang")
             if "alternate" in rel and lang:
                 hreflang.append((lang.lower(), href))
@@ -193,6 +227,7 @@ def extract_page(
             if kind == _JSONLD_MEDIA_TYPE:
                 jsonld.update(_jsonld_types(node.text()))
 
+    header_canonicals = _header_canonicals(headers)
     root = parser.root
     lang_attr = _attr(root, "lang") if root is not None else None
     parser.strip_tags(INVISIBLE_TAGS)
@@ -208,7 +243,7 @@ def extract_page(
         meta_desc=meta_desc,
         meta_robots=", ".join(meta_robots) or None,
         x_robots_tag=x_robots_tag,
-        canonical=canonical,
+        canonical=canonicals[0] if canonicals else (header_canonicals[0] if header_canonicals else None),
         h1=tuple(h1),
         h2=tuple(h2),
         lang=lang_attr or None,
@@ -226,4 +261,7 @@ def extract_page(
         jsonld_types=frozenset(jsonld),
         content_hash=xxhash.xxh64_hexdigest(visible.encode("utf-8")) if visible else None,
         base_href=base_href,
+        canonicals=tuple(canonicals),
+        header_canonicals=header_canonicals,
+        meta_agents=tuple(meta_agents),
     )

@@ -1,0 +1,196 @@
+"""The signals site: one small page per signal search engines read (indexability, hreflang, structured data,
+transport, sitemap quality), with the findings a correct audit gives it declared next to each page.
+
+Bodies and headers may hold `{origin}` (this site, 'http://IP:PORT') and `{other}` (the second signals host),
+filled in per request. Every page has a fitting title, description, H1 and enough words, so the only findings
+of the issue-47 families are the declared ones (SIGNALS_EXPECTED).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from infra.fixture_site._http import Request, Response
+from infra.fixture_site._routes import RouteContext, RouteLike, data, html, redirect, text, xml
+from infra.fixture_site._server import SiteSpec
+
+SIGNALS = "signals"
+SIGNALS_OTHER = "signals-other"
+SIGNALS_OTHER_IP = "127.0.0.5"
+_WORDS = " ".join(
+    "Signals fixture prose keeps every page above the thin content threshold with plain words."
+    for _ in range(24)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalPage:
+    """One page: extra `<head>` markup, response headers, status and content type; `expected` holds the
+    issue-47 findings (code, family) it must get and no others of those families."""
+
+    path: str
+    head: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str = ""
+    status: int = 200
+    content_type: str = "text/html"
+    expected: tuple[tuple[str, str], ...] = ()
+    title: str = ""
+
+    def render(self, ctx: RouteContext) -> Response:
+        fill = {"origin": ctx.base_url, "other": ctx.sites.get(SIGNALS_OTHER, ctx.base_url)}
+        headers = tuple((k, v.format(**fill)) for k, v in self.headers)
+        if self.content_type != "text/html":
+            return data(self.body.format(**fill).encode(), self.content_type, self.status, headers)
+        title = self.title or f"Signals fixture page {self.path} for the audit"
+        page = (
+            f"<!doctype html><html lang=en><head><title>{title[:60]}</title>"
+            '<meta name="description" content="A page of the signals fixture site, made to carry exactly '
+            'one signal that search engines read.">'
+            f"{self.head.format(**fill)}</head><body><h1>{self.path}</h1><p>{_WORDS}</p>"
+            f"{self.body.format(**fill)}</body></html>"
+        )
+        return html(page, self.status, headers)
+
+
+INDEXABILITY = "indexability"
+_C = "CANONICAL"
+
+SIGNAL_PAGES: tuple[SignalPage, ...] = (
+    # 1. Indexability from every source.
+    SignalPage("/idx/target"),
+    SignalPage(
+        "/idx/report.pdf",
+        headers=(("X-Robots-Tag", "noindex"),),
+        body="%PDF-1.4 not really a PDF",
+        content_type="application/pdf",
+        expected=(("ALERT_NOINDEX", INDEXABILITY),),
+    ),
+    SignalPage(
+        "/idx/googlebot-noindex",
+        head='<meta name="googlebot" content="noindex">',
+        expected=(("ALERT_NOINDEX", INDEXABILITY), ("ALERT_SITEMAP_NON_INDEXABLE", INDEXABILITY)),
+    ),
+    SignalPage("/idx/bingbot-noindex", head='<meta name="bingbot" content="noindex">'),
+    SignalPage(
+        "/idx/header-canonical",
+        headers=(("Link", '<{origin}/idx/target>; rel="canonical"'),),
+        expected=((f"ALERT_{_C}_ELSEWHERE", INDEXABILITY),),
+    ),
+    SignalPage(
+        "/idx/two-canonicals",
+        head='<link rel="canonical" href="{origin}/idx/two-canonicals">',
+        headers=(("Link", '<{origin}/idx/target>; rel="canonical"'),),
+        expected=((f"ALERT_{_C}_MULTIPLE", INDEXABILITY),),
+    ),
+    SignalPage(
+        "/idx/relative-canonical",
+        head='<link rel="canonical" href="/idx/target">',
+        expected=((f"ALERT_{_C}_RELATIVE", INDEXABILITY), (f"ALERT_{_C}_ELSEWHERE", INDEXABILITY)),
+    ),
+    SignalPage(
+        "/idx/cross-domain",
+        head='<link rel="canonical" href="{other}/idx/target">',
+        expected=((f"ALERT_{_C}_CROSS_DOMAIN", INDEXABILITY), (f"ALERT_{_C}_ELSEWHERE", INDEXABILITY)),
+    ),
+    SignalPage(
+        "/idx/noindex-canonical",
+        head='<meta name="robots" content="noindex"><link rel="canonical" href="{origin}/idx/target">',
+        expected=(
+            ("ALERT_NOINDEX", INDEXABILITY),
+            (f"ALERT_{_C}_ELSEWHERE", INDEXABILITY),
+            ("ALERT_NOINDEX_AND_CANONICAL", INDEXABILITY),
+        ),
+    ),
+    SignalPage(
+        "/idx/to-redirect",
+        head='<link rel="canonical" href="{origin}/idx/moved">',
+        expected=((f"ALERT_{_C}_ELSEWHERE", INDEXABILITY), (f"ALERT_{_C}_NON_200", INDEXABILITY)),
+    ),
+    SignalPage(
+        "/idx/to-noindex",
+        head='<link rel="canonical" href="{origin}/idx/googlebot-noindex">',
+        expected=((f"ALERT_{_C}_ELSEWHERE", INDEXABILITY), (f"ALERT_{_C}_TO_NOINDEX", INDEXABILITY)),
+    ),
+    SignalPage(
+        "/idx/unavailable",
+        headers=(("X-Robots-Tag", "googlebot: unavailable_after: 2099-12-31"),),
+        expected=(("ALERT_UNAVAILABLE_AFTER", INDEXABILITY),),
+    ),
+)
+REDIRECTS: Mapping[str, tuple[str, int]] = {"/idx/moved": ("/idx/target", 301)}
+DISALLOWED = ("/idx/private",)
+SITEMAP_PATHS = ("/", "/idx/target", "/idx/googlebot-noindex")
+# Indexability of some rows: (indexability, indexability_status) by path.
+INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
+    "/idx/target": ("indexable", None),
+    "/idx/bingbot-noindex": ("indexable", None),
+    "/idx/report.pdf": ("non-indexable", "noindex"),
+    "/idx/googlebot-noindex": ("non-indexable", "noindex"),
+    "/idx/header-canonical": ("non-indexable", "canonicalised"),
+    "/idx/moved": ("non-indexable", "redirected"),
+    "/idx/private": ("non-indexable", "blocked by robots.txt"),
+}
+FAMILIES = (INDEXABILITY,)
+
+
+@dataclass(frozen=True)
+class SignalsExpected:
+    """What the audit of the signals site finds: (code, path) per family."""
+
+    findings: Mapping[str, frozenset[tuple[str, str]]] = field(default_factory=dict)
+
+
+def _expected() -> SignalsExpected:
+    found: dict[str, set[tuple[str, str]]] = {family: set() for family in FAMILIES}
+    for page in SIGNAL_PAGES:
+        for code, family in page.expected:
+            found[family].add((code, page.path))
+    return SignalsExpected({family: frozenset(pairs) for family, pairs in found.items()})
+
+
+SIGNALS_EXPECTED = _expected()
+
+
+def _home(request: Request, ctx: RouteContext) -> Response:
+    del request
+    paths = [p.path for p in SIGNAL_PAGES] + list(REDIRECTS) + list(DISALLOWED)
+    links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in paths)
+    return SignalPage("/", body=f"<ul>{links}</ul>", title="Signals fixture home page for the audit").render(
+        ctx
+    )
+
+
+def _sitemap(request: Request, ctx: RouteContext) -> Response:
+    del request
+    urls = "".join(f"<url><loc>{ctx.url(path)}</loc></url>" for path in SITEMAP_PATHS)
+    return xml(
+        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+    )
+
+
+def _route(page: SignalPage) -> RouteLike:
+    def route(request: Request, ctx: RouteContext) -> Response:
+        del request
+        return page.render(ctx)
+
+    return route
+
+
+def signals_sites() -> list[SiteSpec]:
+    """The signals site and the second host its cross-domain canonical points to."""
+    disallow = "".join(f"Disallow: {path}\n" for path in DISALLOWED)
+    routes: dict[str, RouteLike] = {
+        "/robots.txt": _robots(disallow),
+        "/sitemap.xml": _sitemap,
+        "/": _home,
+        **{page.path: _route(page) for page in SIGNAL_PAGES},
+        **{path: redirect(target, status) for path, (target, status) in REDIRECTS.items()},
+    }
+    other = SiteSpec(SIGNALS_OTHER, {"/robots.txt": text("User-agent: *\nAllow: /\n")}, ip=SIGNALS_OTHER_IP)
+    return [SiteSpec(SIGNALS, routes), other]
+
+
+def _robots(disallow: str) -> Response:
+    return text(f"User-agent: *\n{disallow}Allow: /\n")

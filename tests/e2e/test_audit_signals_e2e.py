@@ -1,0 +1,100 @@
+"""Issue 47: the signals search engines read, crawled end to end on the signals fixture site (one page per
+signal): each family's findings are exactly the declared ones, and the columns carry the verdicts."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from infra.fixture_site import FixtureServer
+from infra.fixture_site._signals import (
+    INDEXABILITY_OF,
+    SIGNALS,
+    SIGNALS_EXPECTED,
+    SIGNALS_OTHER,
+    signals_sites,
+)
+from infra.local.runtime import LocalCloud, run_crawl
+from seolens_core.settings import CrawlSettings
+
+
+def _family_codes() -> dict[str, set[str]]:
+    return {family: {code for code, _ in pairs} for family, pairs in SIGNALS_EXPECTED.findings.items()}
+
+
+@pytest.fixture(scope="module")
+def signals_crawl(
+    local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    with FixtureServer(signals_sites()) as server:
+        base = server.base_url(SIGNALS)
+        other_host, other_port = server.host_port(SIGNALS_OTHER)
+        settings = CrawlSettings.model_validate(
+            {
+                "start_urls": [base + "/"],
+                "allow_hosts": [f"{other_host}:{other_port}"],
+                "progress_poll_s": 1,
+                "politeness": {"initial_delay_ms": 0, "initial_concurrency": 4},
+            }
+        )
+        out = tmp_path_factory.mktemp("signals")
+        run = run_crawl(local_cloud, settings, workers=2, out_dir=out)
+        pages = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines() if line]
+        with (out / "findings.csv").open() as fh:
+            findings = list(csv.DictReader(fh))
+        yield {
+            "run": run,
+            "base": base,
+            "pages": {row["url"].removeprefix(base) or "/": row for row in pages},
+            "findings": findings,
+            "report": json.loads((out / "report.json").read_text()),
+            "html": (out / "report.html").read_text(),
+        }
+
+
+def _found(crawl: dict[str, Any], codes: set[str]) -> set[tuple[str, str]]:
+    base = crawl["base"]
+    return {
+        (row["code"], row["url"].removeprefix(base) or "/")
+        for row in crawl["findings"]
+        if row["code"] in codes and row["url"].startswith(base)
+    }
+
+
+def test_crawl_succeeds(signals_crawl: dict[str, Any]) -> None:
+    run = signals_crawl["run"]
+    assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
+
+
+@pytest.mark.parametrize("family", sorted(SIGNALS_EXPECTED.findings))
+def test_each_family_finds_exactly_its_declared_findings(signals_crawl: dict[str, Any], family: str) -> None:
+    codes = _family_codes()[family]
+    assert _found(signals_crawl, codes) == set(SIGNALS_EXPECTED.findings[family])
+
+
+def test_indexability_column(signals_crawl: dict[str, Any]) -> None:
+    pages = signals_crawl["pages"]
+    got = {
+        path: (pages[path]["indexability"], pages[path]["indexability_status"]) for path in INDEXABILITY_OF
+    }
+    assert got == dict(INDEXABILITY_OF)
+    assert pages["/idx/report.pdf"]["x_robots_tag"] == "noindex"
+
+
+def test_page_findings_keep_their_detail(signals_crawl: dict[str, Any]) -> None:
+    base = signals_crawl["base"]
+    multiple = [r for r in signals_crawl["findings"] if r["code"] == "ALERT_CANONICAL_MULTIPLE"]
+    assert multiple and multiple[0]["detail"].startswith("2 different canonicals"), multiple
+    assert base + "/idx/target" in multiple[0]["detail"]
+
+
+def test_report_counts_indexability_and_draws_a_line_per_check(signals_crawl: dict[str, Any]) -> None:
+    summary = signals_crawl["report"]["summary"]
+    assert summary["by_indexability"]["noindex"] >= 3 and summary["by_indexability"]["indexable"] >= 2
+    html = signals_crawl["html"]
+    assert '<section id="signals">' in html
+    assert '<tr data-code="ALERT_CANONICAL_MULTIPLE"><td>several different canonicals</td>' in html

@@ -1,0 +1,50 @@
+"""page_row: the headers search engines read (X-Robots-Tag, Link) reach the row and its findings, HTML or not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seolens_core.crawl._links import CrawlScope
+from seolens_core.crawl._pages import page_row
+from seolens_core.fetch import FetchResult
+from seolens_core.frontier import FrontierMessage
+from seolens_core.settings import CrawlSettings
+from seolens_core.urls import NormalizedURL, normalize, url_key_hex
+
+SITE = "https://example.com"
+SETTINGS = CrawlSettings(start_urls=(SITE + "/",))
+SCOPE = CrawlScope.from_settings(SETTINGS, 0.0)
+
+
+def fetched(path: str, body: bytes, content_type: str, status: int = 200, **headers: str) -> dict[str, Any]:
+    url = normalize(SITE + path)
+    assert isinstance(url, NormalizedURL)
+    msg = FrontierMessage(crawl_id="c1", url=url.url, key=url_key_hex(url.url), depth=1)
+    all_headers = {"content-type": content_type, **{k.replace("_", "-"): v for k, v in headers.items()}}
+    result = FetchResult(url=url.url, status=status, headers=all_headers, body=body, ttfb_ms=10.0)
+    row, _ = page_row(msg, url, result, SCOPE, SETTINGS)
+    return row
+
+
+def test_a_pdf_row_has_its_x_robots_tag_and_header_canonical() -> None:
+    row = fetched(
+        "/doc.pdf", b"%PDF-1.4", "application/pdf", x_robots_tag="noindex", link="</doc>; rel=canonical"
+    )
+    assert row["noindex"] is True and row["x_robots_tag"] == "noindex"
+    assert row["canonical"] == SITE + "/doc" and row["canonical_header"] == SITE + "/doc"
+    assert {"ALERT_NOINDEX", "ALERT_CANONICAL_ELSEWHERE", "ALERT_NOINDEX_AND_CANONICAL"} <= set(row["alerts"])
+
+
+def test_html_canonical_resolves_against_base_and_header_against_the_url() -> None:
+    body = b'<html><head><base href="/dir/"><link rel="canonical" href="page"></head><body>x</body></html>'
+    row = fetched("/a/b", body, "text/html", link='<other>; rel="canonical"')
+    assert row["canonical"] == SITE + "/dir/page"
+    assert row["canonical_header"] == SITE + "/a/other"
+    assert "ALERT_CANONICAL_MULTIPLE" in row["alerts"]
+    assert "2 different canonicals" in row["alert_details"]["ALERT_CANONICAL_MULTIPLE"]
+
+
+def test_an_expired_unavailable_after_makes_the_row_noindex() -> None:
+    row = fetched("/old", b"<p>old news</p>", "text/html", x_robots_tag="unavailable_after: 2001-01-01")
+    assert row["noindex"] is True and row["unavailable_after"] == "2001-01-01"
+    assert "ALERT_NOINDEX" in row["alerts"]

@@ -1,0 +1,39 @@
+"""report.html's search engine signals section: a line per check with its count, indexability by reason."""
+
+from __future__ import annotations
+
+import re
+
+from seolens_core.audit import CATALOGUE
+from seolens_core.report_html import render_report_html
+from seolens_core.report_html._signals import SIGNAL_LINES, signals_section
+
+
+def _line_count(html: str, code: str) -> int:
+    match = re.search(rf'<tr data-code="{code}">.*?<td>([\d,]+)</td></tr>', html)
+    assert match, code
+    return int(match.group(1).replace(",", ""))
+
+
+def test_every_line_is_a_catalogue_code_counted_from_findings_by_code() -> None:
+    import seolens_core.crawl._findings  # noqa: F401  (the pipeline's codes)
+
+    codes = [code for _, lines in SIGNAL_LINES for code, _ in lines]
+    assert all(code in CATALOGUE for code in codes)
+    report = {"findings_by_code": {"ALERT_CANONICAL_MULTIPLE": 3, "ALERT_NOINDEX": 1200}, "summary": {}}
+    html = signals_section(report)
+    assert _line_count(html, "ALERT_CANONICAL_MULTIPLE") == 3
+    assert _line_count(html, "ALERT_NOINDEX") == 1200
+    assert _line_count(html, "ALERT_CANONICAL_RELATIVE") == 0
+
+
+def test_indexability_by_reason_and_hostile_text_is_escaped() -> None:
+    report = {
+        "findings_by_code": {},
+        "summary": {"by_indexability": {"indexable": 7, "noindex": 2, "<script>": 1}},
+    }
+    html = render_report_html(report, [], []).decode()
+    section = html[html.index('<section id="signals">') :]
+    assert '<li data-indexability="indexable"><span>indexable</span><b>7</b></li>' in section
+    assert "&lt;script&gt;" in section and "<script>" not in section.split("</section>")[0]
+    assert signals_section({}) == ""
