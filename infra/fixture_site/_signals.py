@@ -119,9 +119,89 @@ SIGNAL_PAGES: tuple[SignalPage, ...] = (
         expected=(("ALERT_UNAVAILABLE_AFTER", INDEXABILITY),),
     ),
 )
-REDIRECTS: Mapping[str, tuple[str, int]] = {"/idx/moved": ("/idx/target", 301)}
+HREFLANG = "hreflang"
+_H = "ALERT_HREFLANG"
+
+
+def _alternates(*pairs: tuple[str, str]) -> str:
+    return "".join(
+        f'<link rel="alternate" hreflang="{lang}" href="{{origin}}{path}">' for lang, path in pairs
+    )
+
+
+SIGNAL_PAGES += (
+    # 2. hreflang: /hl/en's alternates are found through its annotations (crawled, not linked).
+    SignalPage(
+        "/hl/en",
+        head=_alternates(
+            ("en", "/hl/en"),
+            ("de", "/hl/de"),
+            ("fr", "/hl/fr"),
+            ("es", "/hl/es-moved"),
+            ("it", "/hl/it"),
+            ("x-default", "/hl/en"),
+        ),
+        expected=(
+            (f"{_H}_NO_RETURN", HREFLANG),
+            (f"{_H}_TO_NON_200", HREFLANG),
+            (f"{_H}_TO_NON_CANONICAL", HREFLANG),
+        ),
+    ),
+    SignalPage("/hl/de", head=_alternates(("de", "/hl/de"), ("en", "/hl/en"), ("x-default", "/hl/en"))),
+    SignalPage("/hl/fr"),
+    SignalPage("/hl/es"),
+    SignalPage(
+        "/hl/it",
+        head='<link rel="canonical" href="{origin}/hl/it-main">',
+        expected=((f"ALERT_{_C}_ELSEWHERE", INDEXABILITY),),
+    ),
+    SignalPage("/hl/it-main"),
+    SignalPage(
+        "/hl/bad",
+        head=_alternates(("en-UK", "/hl/bad"), ("de", "/hl/de")),
+        expected=(
+            (f"{_H}_INVALID_CODE", HREFLANG),
+            (f"{_H}_NO_X_DEFAULT", HREFLANG),
+            (f"{_H}_NO_RETURN", HREFLANG),
+        ),
+    ),
+    SignalPage(
+        "/hl/noself",
+        head=_alternates(("de", "/hl/de"), ("x-default", "/hl/de")),
+        expected=((f"{_H}_NO_SELF", HREFLANG), (f"{_H}_NO_RETURN", HREFLANG)),
+    ),
+    # Annotated only in the sitemap (xhtml:link): sm-a and sm-b return each other there.
+    SignalPage("/hl/sm-a", expected=((f"{_H}_INVALID_CODE", HREFLANG), (f"{_H}_NO_X_DEFAULT", HREFLANG))),
+    SignalPage("/hl/sm-b"),
+)
+REDIRECTS: Mapping[str, tuple[str, int]] = {
+    "/idx/moved": ("/idx/target", 301),
+    "/hl/es-moved": ("/hl/es", 301),
+}
 DISALLOWED = ("/idx/private",)
-SITEMAP_PATHS = ("/", "/idx/target", "/idx/googlebot-noindex")
+NOT_LINKED = frozenset(
+    {"/hl/de", "/hl/fr", "/hl/es", "/hl/it", "/hl/it-main", "/hl/sm-a", "/hl/sm-b", "/hl/es-moved"}
+)
+SITEMAP_PATHS = ("/", "/idx/target", "/idx/googlebot-noindex", "/hl/sm-a", "/hl/sm-b")
+SITEMAP_ALTERNATES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "/hl/sm-a": (("en", "/hl/sm-a"), ("en_US", "/hl/sm-a"), ("de", "/hl/sm-b")),
+    "/hl/sm-b": (("en", "/hl/sm-a"), ("de", "/hl/sm-b"), ("x-default", "/hl/sm-a")),
+}
+_CANONICAL_KINDS = ("ELSEWHERE", "MULTIPLE", "RELATIVE", "CROSS_DOMAIN", "NON_200", "TO_NOINDEX", "CHAIN")
+_HREFLANG_KINDS = ("INVALID_CODE", "NO_SELF", "NO_X_DEFAULT", "NO_RETURN", "TO_NON_200", "TO_NON_CANONICAL")
+# Every code of each family: a family's findings on this site must be exactly the declared ones.
+FAMILY_CODES: Mapping[str, frozenset[str]] = {
+    INDEXABILITY: frozenset(
+        {
+            "ALERT_NOINDEX",
+            "ALERT_UNAVAILABLE_AFTER",
+            "ALERT_NOINDEX_AND_CANONICAL",
+            "ALERT_SITEMAP_NON_INDEXABLE",
+            *(f"ALERT_{_C}_{kind}" for kind in _CANONICAL_KINDS),
+        }
+    ),
+    HREFLANG: frozenset(f"{_H}_{kind}" for kind in _HREFLANG_KINDS),
+}
 # Indexability of some rows: (indexability, indexability_status) by path.
 INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
     "/idx/target": ("indexable", None),
@@ -132,7 +212,7 @@ INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
     "/idx/moved": ("non-indexable", "redirected"),
     "/idx/private": ("non-indexable", "blocked by robots.txt"),
 }
-FAMILIES = (INDEXABILITY,)
+FAMILIES = tuple(FAMILY_CODES)
 
 
 @dataclass(frozen=True)
@@ -156,6 +236,7 @@ SIGNALS_EXPECTED = _expected()
 def _home(request: Request, ctx: RouteContext) -> Response:
     del request
     paths = [p.path for p in SIGNAL_PAGES] + list(REDIRECTS) + list(DISALLOWED)
+    paths = [path for path in paths if path not in NOT_LINKED]
     links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in paths)
     return SignalPage("/", body=f"<ul>{links}</ul>", title="Signals fixture home page for the audit").render(
         ctx
@@ -164,9 +245,18 @@ def _home(request: Request, ctx: RouteContext) -> Response:
 
 def _sitemap(request: Request, ctx: RouteContext) -> Response:
     del request
-    urls = "".join(f"<url><loc>{ctx.url(path)}</loc></url>" for path in SITEMAP_PATHS)
+    urls = "".join(
+        f"<url><loc>{ctx.url(path)}</loc>"
+        + "".join(
+            f'<xhtml:link rel="alternate" hreflang="{lang}" href="{ctx.url(alt)}"/>'
+            for lang, alt in SITEMAP_ALTERNATES.get(path, ())
+        )
+        + "</url>"
+        for path in SITEMAP_PATHS
+    )
     return xml(
-        f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+        f' xmlns:xhtml="http://www.w3.org/1999/xhtml">{urls}</urlset>'
     )
 
 

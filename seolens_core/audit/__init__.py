@@ -14,6 +14,8 @@ from seolens_core.audit._catalogue import (
     UnknownFindingError,
     make_finding,
 )
+from seolens_core.audit._hreflang import PAIR_CODES as HREFLANG_PAIR_CODES
+from seolens_core.audit._hreflang import hreflang_problem, pair_lang
 from seolens_core.audit._indexability import INDEXABLE, NON_INDEXABLE, expired, indexability
 from seolens_core.audit._page import FetchFacts, audit_page
 from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
@@ -33,6 +35,7 @@ from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, Waf
 __all__ = [
     "CATALOGUE",
     "DUPLICATE_KINDS",
+    "HREFLANG_PAIR_CODES",
     "INDEXABLE",
     "NON_INDEXABLE",
     "UNATTEMPTED_OUTCOMES",
@@ -60,7 +63,9 @@ __all__ = [
     "duplicate_groups",
     "duplicate_values",
     "expired",
+    "hreflang_problem",
     "indexability",
     "make_finding",
+    "pair_lang",
     "site_findings",
 ]

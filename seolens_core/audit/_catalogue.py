@@ -77,6 +77,11 @@ class FindingCode(enum.StrEnum):
     CANONICAL_TO_NOINDEX = "ALERT_CANONICAL_TO_NOINDEX"
     NOINDEX_AND_CANONICAL = "ALERT_NOINDEX_AND_CANONICAL"
     UNAVAILABLE_AFTER = "ALERT_UNAVAILABLE_AFTER"
+    HREFLANG_INVALID_CODE = "ALERT_HREFLANG_INVALID_CODE"
+    HREFLANG_NO_SELF = "ALERT_HREFLANG_NO_SELF"
+    HREFLANG_NO_X_DEFAULT = "ALERT_HREFLANG_NO_X_DEFAULT"
+    HREFLANG_TO_NON_200 = "ALERT_HREFLANG_TO_NON_200"
+    HREFLANG_TO_NON_CANONICAL = "ALERT_HREFLANG_TO_NON_CANONICAL"
 
 
 _CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
@@ -228,6 +233,18 @@ _BUILTIN = (
     (F.UNAVAILABLE_AFTER, S.NOTICE, C.INDEXABILITY, "Scheduled removal (unavailable_after)",
      "The page asks to leave search results after a date; check it is intended and the date is valid. "
      "Once it has passed the page counts as noindex.", True),
+    # hreflang (issue 47)
+    (F.HREFLANG_INVALID_CODE, S.WARNING, C.INTERNATIONAL, "Invalid hreflang code",
+     "Search engines ignore this annotation: use x-default or an ISO 639-1 language, optionally with an "
+     "ISO 3166-1 alpha-2 region (en-GB, not en-UK or en_GB).", True),
+    (F.HREFLANG_NO_SELF, S.WARNING, C.INTERNATIONAL, "Hreflang without self-reference",
+     "Each language version must list itself among its alternates as well as the others.", True),
+    (F.HREFLANG_NO_X_DEFAULT, S.NOTICE, C.INTERNATIONAL, "Hreflang without x-default",
+     "Add an x-default alternate for visitors whose language no version matches.", True),
+    (F.HREFLANG_TO_NON_200, S.WARNING, C.INTERNATIONAL, "Hreflang to a non-200 URL",
+     "The alternate redirects or errors; point hreflang to the final 200 URL of each version.", True),
+    (F.HREFLANG_TO_NON_CANONICAL, S.WARNING, C.INTERNATIONAL, "Hreflang to a non-canonical URL",
+     "The alternate canonicalises to another URL; hreflang must name canonical URLs only.", True),
 )  # fmt: skip
 
 CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urldefrag
 
 from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
+from seolens_core.audit._hreflang import alternate_signals, page_alternates
 from seolens_core.audit._indexability import canonical_signals, canonical_targets, expired, robots_signals
 from seolens_core.audit._settings import AuditSettings
 from seolens_core.audit._waf import WafMatch
@@ -75,6 +77,18 @@ def _indexability_findings(
     return out
 
 
+def _hreflang_findings(
+    facts: PageFacts, alternates: Sequence[tuple[str, str]] | None, catalogue: Catalogue
+) -> list[Finding]:
+    """The page's own hreflang annotations (HTML and Link header): codes, self-reference, x-default."""
+    pairs = alternates if alternates is not None else page_alternates(facts)
+    page = urldefrag(facts.url).url
+    return [
+        make_finding(code, facts.url, detail, related, catalogue=catalogue)
+        for code, detail, related in alternate_signals(page, pairs, "HTML")
+    ]
+
+
 def _content_findings(facts: PageFacts, settings: AuditSettings, catalogue: Catalogue) -> list[Finding]:
     url = facts.url
     out: list[Finding] = []
@@ -125,15 +139,17 @@ def audit_page(
     waf: WafMatch | None = None,
     canonical_url: str | None = None,
     now: float | None = None,
+    hreflang_urls: Sequence[tuple[str, str]] | None = None,
     catalogue: Catalogue = CATALOGUE,
 ) -> list[Finding]:
     """Findings of one page. Findings are reported on `facts.url` (redirect ones on the first hop).
 
-    `canonical_url` is the caller's normalized absolute canonical; without it the raw href is joined
-    against the page URL. `now` (epoch s, the fetch time) dates `unavailable_after`. Canonical and robots
-    rules run on 2xx answers, content rules only on 2xx HTML answers. With `waf` set, the findings
-    marked `waf_suppressed` in the catalogue are dropped (the body is a challenge, not the page) and
-    ALERT_WAF_BOT_CHALLENGE carries the provider's advice as its detail.
+        `canonical_url` is the caller's normalized absolute canonical; without it the raw href is joined
+        against the page URL; `hreflang_urls` likewise holds its normalized (language, URL) alternates. `now`
+    (epoch s, the fetch time) dates `unavailable_after`. Canonical and robots
+        rules run on 2xx answers, content rules only on 2xx HTML answers. With `waf` set, the findings
+        marked `waf_suppressed` in the catalogue are dropped (the body is a challenge, not the page) and
+        ALERT_WAF_BOT_CHALLENGE carries the provider's advice as its detail.
     """
     url = facts.url
     if fetch.error is not None:
@@ -153,6 +169,7 @@ def audit_page(
     ok = status is not None and 200 <= status < 300
     if ok:
         out.extend(_indexability_findings(facts, canonical_url, now, catalogue))
+        out.extend(_hreflang_findings(facts, hreflang_urls, catalogue))
     if ok and facts.is_html:
         out.extend(_content_findings(facts, settings, catalogue))
     if waf is None:

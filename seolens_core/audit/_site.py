@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
+from seolens_core.audit._hreflang import alternate_signals, pair_detail
 from seolens_core.audit._settings import AuditSettings
 from seolens_core.urls import url_key
 
@@ -32,7 +33,8 @@ class PageRow:
     """What site rules need of one fetched URL; URLs are normalized absolute.
 
     One row per fetched hop: a redirect answer has `status` 3xx and `redirect_to` (its Location,
-    normalized). `canonical` and `hreflang` hrefs are resolved too. `internal=False` marks an external
+    normalized). `canonical` and `hreflang` hrefs are resolved too; `sitemap_hreflang` are the alternates its
+    sitemap entries list (`xhtml:link`). `internal=False` marks an external
     URL that was only status-checked. `waf_provider` is set when the body was a WAF challenge.
     """
 
@@ -48,6 +50,7 @@ class PageRow:
     canonical: str | None = None
     noindex: bool = False
     hreflang: tuple[tuple[str, str], ...] = ()
+    sitemap_hreflang: tuple[tuple[str, str], ...] = ()
     is_sitemap_url: bool = False
     robots_disallowed: bool = False
     waf_provider: str | None = None
@@ -75,10 +78,18 @@ class PageRow:
         """A 2xx HTML-or-not page that is not noindex, not canonicalised elsewhere, not a challenge."""
         return self.ok and not self.noindex and not self.canonicalised and self.waf_provider is None
 
+    @property
+    def alternates(self) -> tuple[tuple[str, str], ...]:
+        """hreflang alternates from every source (page, Link header, sitemap), each (language, URL) once."""
+        if not self.sitemap_hreflang:
+            return self.hreflang
+        return tuple(dict.fromkeys((*self.hreflang, *self.sitemap_hreflang)))
+
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> PageRow:
         """Build from a pages.jsonl row (unknown keys ignored; hreflang as [[lang, href], ...])."""
         hreflang = tuple((str(lang), str(href)) for lang, href in row.get("hreflang") or ())
+        sitemap_hreflang = tuple((str(lang), str(href)) for lang, href in row.get("sitemap_hreflang") or ())
         status = row.get("status")
         return cls(
             url=str(row["url"]),
@@ -93,6 +104,7 @@ class PageRow:
             canonical=row.get("canonical"),
             noindex=bool(row.get("noindex", False)),
             hreflang=hreflang,
+            sitemap_hreflang=sitemap_hreflang,
             is_sitemap_url=bool(row.get("is_sitemap_url", False)),
             robots_disallowed=bool(row.get("robots_disallowed", False)),
             waf_provider=row.get("waf_provider"),
@@ -292,6 +304,7 @@ class SiteAudit:
         self._hashes: defaultdict[str, list[str]] = defaultdict(list)
         self._canonicalised: list[tuple[str, str]] = []
         self._with_hreflang: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+        self._hreflang_rows: list[Finding] = []
         self._sitemap = set(sitemap_urls)
         self._sitemap_rows: list[Finding] = []
         self._count_links = count_links
@@ -310,7 +323,7 @@ class SiteAudit:
             row.ok
             and row.waf_provider is None
             and row.canonical in (None, row.url)
-            and not row.hreflang
+            and not row.alternates
             and not row.noindex
         )
         if plain:  # as a target: no link or canonical finding, hreflang only needs to know it is 2xx
@@ -323,7 +336,7 @@ class SiteAudit:
                 row.redirect_to,
                 row.canonical,
                 row.waf_provider is not None,
-                frozenset(href for _, href in row.hreflang),
+                frozenset(href for _, href in row.alternates),
                 row.noindex,
             )
         if row.redirects and row.redirect_to:
@@ -339,8 +352,13 @@ class SiteAudit:
         usable = row.ok and row.internal and row.waf_provider is None
         if usable and row.canonical is not None and row.canonicalised:
             self._canonicalised.append((row.url, row.canonical))
-        if usable and row.hreflang:
-            self._with_hreflang.append((row.url, row.hreflang))
+        if usable and row.alternates:
+            self._with_hreflang.append((row.url, row.alternates))
+        if usable and row.sitemap_hreflang:  # the page's own annotations are checked by audit_page
+            for code, detail, related in alternate_signals(row.url, row.sitemap_hreflang, "sitemap"):
+                self._hreflang_rows.append(
+                    make_finding(code, row.url, detail, related, catalogue=self._catalogue)
+                )
         if self._duplicates:
             groups = {"title": self._titles, "meta_desc": self._descriptions, "content_hash": self._hashes}
             for kind, value in duplicate_values(row):
@@ -387,15 +405,28 @@ class SiteAudit:
                     canonical,
                     catalogue=catalogue,
                 )
+        yield from self._hreflang_rows
+        yield from self._hreflang_pairs()
+
+    def _hreflang_pairs(self) -> Iterator[Finding]:
+        """Each (page, alternate) pair: the alternate answers non-200, canonicalises elsewhere, or does not
+        link back (`pair_detail` says which language; the report's hreflang matrix reads it back)."""
         for url, alternates in self._with_hreflang:
             for lang, href in alternates:
                 target = self._target(href)
-                if href == url or target is None or target.waf or target.status is None:
+                if href == url or target is None or target.waf:
                     continue
-                if 200 <= target.status < 300 and url not in target.hreflang_hrefs:
-                    yield make_finding(
-                        F.HREFLANG_NO_RETURN, url, f"hreflang {lang}", href, catalogue=catalogue
-                    )
+                if target.error is not None or (target.status is not None and not 200 <= target.status < 300):
+                    code, what = F.HREFLANG_TO_NON_200, _target_text(target)
+                elif target.status is None:
+                    continue
+                elif target.canonical not in (None, href):
+                    code, what = F.HREFLANG_TO_NON_CANONICAL, f"canonical is {target.canonical}"
+                elif url not in target.hreflang_hrefs:
+                    code, what = F.HREFLANG_NO_RETURN, "no return link"
+                else:
+                    continue
+                yield make_finding(code, url, pair_detail(lang, what), href, catalogue=self._catalogue)
 
     def link(self, link: LinkRow) -> Finding | None:
         """The finding of one link (broken internal/external, internal link to a redirect), or None."""

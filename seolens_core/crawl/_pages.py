@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from seolens_core.audit import AuditSettings, FetchFacts, audit_page, detect_waf, expired
-from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_links
+from seolens_core.crawl._links import CrawlScope, LinkPlan, plan_discovered, plan_links
 from seolens_core.fetch import FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.html import MULTI_VALUE_SEP, PageFacts, extract_page, non_html_facts
@@ -127,6 +127,10 @@ def page_row(
             row["links_internal"] = sum(1 for e in plan.edges if e["internal"])
             row["links_external"] = sum(1 for e in plan.edges if not e["internal"])
     canonical = _canonical(facts, url, scope, row)
+    alternates = _alternates(facts, url, scope, row)
+    if plan is not None:  # crawled like search engines do, though not links: the canonical and alternates
+        named = [u for u in (scope.normalize(canonical) if canonical else None,) if u is not None]
+        plan_discovered(plan, msg, [*named, *(u for _, u in alternates)], scope, settings, known)
     row["noindex"] = facts.noindex or expired(facts, now)
     fetch = FetchFacts(
         status=result.status,
@@ -136,7 +140,10 @@ def page_row(
         content_type=content_type,
     )
     audit = _audit_settings(settings.thin_content_words)
-    findings = audit_page(facts, fetch, audit, waf=waf, canonical_url=canonical, now=now)
+    hreflang_urls = [(lang, u.url) for lang, u in alternates]
+    findings = audit_page(
+        facts, fetch, audit, waf=waf, canonical_url=canonical, now=now, hreflang_urls=hreflang_urls
+    )
     row["alerts"] = sorted({f.code for f in findings})
     details = {f.code: f.detail for f in findings if f.detail}
     if details:
@@ -159,6 +166,27 @@ def _canonical(facts: PageFacts, url: NormalizedURL, scope: CrawlScope, row: dic
     canonical = target.url if target is not None else None
     row["canonical"] = canonical or facts.canonical
     return canonical
+
+
+def _alternates(
+    facts: PageFacts, url: NormalizedURL, scope: CrawlScope, row: dict[str, Any]
+) -> list[tuple[str, NormalizedURL]]:
+    """The page's hreflang alternates, normalized (HTML ones against `<base>`, the Link header's against the
+    URL), each once; written to the row as `hreflang` [[lang, url], ...] when there are any."""
+    html_base = url
+    if facts.base_href:
+        html_base = scope.normalize(facts.base_href, url) or url
+    found: list[tuple[str, NormalizedURL]] = []
+    seen: set[tuple[str, str]] = set()
+    for base, pairs in ((html_base, facts.hreflang), (url, facts.header_hreflang)):
+        for lang, href in pairs:
+            target = scope.normalize(href, base)
+            if target is not None and (lang, target.url) not in seen:
+                seen.add((lang, target.url))
+                found.append((lang, target))
+    if found:
+        row["hreflang"] = [[lang, target.url] for lang, target in found]
+    return found
 
 
 def _joined(values: tuple[str, ...]) -> str | None:

@@ -55,6 +55,7 @@ from seolens_core.adapters.results import ResultsStore, StreamingUpload
 from seolens_core.adapters.urls import JOURNAL_MARK, UrlStore
 from seolens_core.audit import (
     DUPLICATE_KINDS,
+    HREFLANG_PAIR_CODES,
     UNATTEMPTED_OUTCOMES,
     Finding,
     FindingCode,
@@ -65,6 +66,7 @@ from seolens_core.audit import (
     duplicate_values,
     indexability,
     make_finding,
+    pair_lang,
 )
 from seolens_core.crawl._findings import ALERT_CRAWL_STOPPED, ALERT_SITEMAP_NOT_READ, describe
 from seolens_core.crawl._inlinks import (
@@ -190,7 +192,9 @@ class Reporter:
                     for k in ("t", "delay_ms", "concurrency", "error_rate", "n", "p95_ms", "verdict")
                 }
         async for row in s.results.rows(crawl_id, "sitemap"):
-            await sitemap_spool.add(shard_of(row["url"], shards), [row["url"], row.get("lastmod")])
+            await sitemap_spool.add(
+                shard_of(row["url"], shards), [row["url"], row.get("lastmod"), row.get("hreflang")]
+            )
         await sitemap_spool.flush()
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
         n_pending = 0
@@ -221,8 +225,11 @@ class Reporter:
         for shard in range(shards):
             pages = await _dedupe(rows_spool.read(shard))
             sitemap: dict[str, Any] = {}
-            async for url, lastmod in sitemap_spool.read(shard):
+            sitemap_hreflang: dict[str, Any] = {}
+            async for url, lastmod, *hreflang in sitemap_spool.read(shard):
                 sitemap.setdefault(url, lastmod)
+                if hreflang and hreflang[0]:
+                    sitemap_hreflang.setdefault(url, hreflang[0])
             n_sitemap += len(sitemap)
             counts = await self.inlinks.shard_counts(crawl_id, shard)
             for url in sitemap:  # listed, never claimed (seeding stopped, or max_depth 0)
@@ -234,6 +241,8 @@ class Reporter:
                 row["inlinks"] = counts.get(url, 0)
                 if url in sitemap and row.get("lastmod") is None:
                     row["lastmod"] = sitemap[url]
+                if url in sitemap_hreflang:
+                    row["sitemap_hreflang"] = sitemap_hreflang[url]
             for _, row in pages.values():
                 row["crawl_depth"] = row.get("depth")
                 row["depth"] = None
@@ -258,11 +267,12 @@ class Reporter:
                 ]
             )
             await work.put_run("orphans", shard, sorted(orphans))
-            del pages, sitemap, counts
+            del pages, sitemap, sitemap_hreflang, counts
 
         findings = _FindingSink(s.results.open_file(crawl_id, "findings.csv", "text/csv"), work)
         links_file: asyncio.Future[str] | None = None
         alerts_spool = work.spool("alerts")
+        hreflang = _HreflangPairs()
         try:
             # links.jsonl, assembled (mostly by S3, server side) while the report goes on: waited for at the
             # end, it was the report's last second or two.
@@ -280,6 +290,7 @@ class Reporter:
             await dups_spool.flush()
 
             async def site_finding(finding: Finding) -> None:
+                hreflang.add(finding)
                 row = finding.to_row()
                 await findings.add(row)
                 await alerts_spool.add(shard_of(finding.url, shards), [finding.url, finding.code])
@@ -408,6 +419,7 @@ class Reporter:
                 origin: [points[t] for t in sorted(points)] for origin, points in sorted(timelines.items())
             },
             "findings_by_code": dict(sorted(findings.by_code.items())),
+            "hreflang_matrix": hreflang.view(),
             "error": _error_text(error),
         }
         report["_keys"] = keys
@@ -891,6 +903,27 @@ class _PageStats:
     def ttfb_histogram(self) -> list[tuple[str, int]]:
         self._fold()
         return list(zip(self._labels, self._histogram or [], strict=True))
+
+
+HREFLANG_MAX_PAIRS = 1_000  # broken hreflang pairs listed in report.json (all are in findings.csv)
+
+
+class _HreflangPairs:
+    """The broken hreflang pairs (no return link, alternate non-200 or non-canonical) for report.json's matrix:
+    counted, the first `HREFLANG_MAX_PAIRS` kept as [url, hreflang, alternate, code]."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.pairs: list[list[str | None]] = []
+
+    def add(self, finding: Finding) -> None:
+        if finding.code in HREFLANG_PAIR_CODES:
+            self.total += 1
+            if len(self.pairs) < HREFLANG_MAX_PAIRS:
+                self.pairs.append([finding.url, pair_lang(finding), finding.related_url, finding.code])
+
+    def view(self) -> dict[str, Any]:
+        return {"broken_pairs": self.total, "pairs": self.pairs, "truncated": self.total > len(self.pairs)}
 
 
 class _FindingSink:

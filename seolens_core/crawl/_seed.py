@@ -296,7 +296,11 @@ class Seeder:
             if loc is None or not scope.boundary.is_internal(loc.host_port):
                 outside += 1
                 continue
-            rows.append({"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url})
+            row: dict[str, Any] = {"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url}
+            alternates = [(lang, scope.normalize(href, loc)) for lang, href in entry.alternates]
+            if alternates:
+                row["hreflang"] = [[lang, alt.url] for lang, alt in alternates if alt is not None]
+            rows.append(row)
         if outside:
             cursor["findings"].append(
                 {"url": url, "code": "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "detail": str(outside)}

@@ -120,20 +120,28 @@ def _anchor_text(node: LexborNode, tag: str) -> str:
     return text
 
 
-def _header_canonicals(headers: Mapping[str, str]) -> tuple[str, ...]:
+def _header_links(headers: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The Link header's canonicals and its hreflang alternates."""
     links = parse_link_header(header_value(headers, "link"))
-    return tuple(link.href for link in links if "canonical" in link.rel and link.href)
+    canonicals = tuple(link.href for link in links if "canonical" in link.rel and link.href)
+    alternates = tuple(
+        (link.hreflang, link.href)
+        for link in links
+        if "alternate" in link.rel and link.hreflang and link.href
+    )
+    return canonicals, alternates
 
 
 def non_html_facts(url: str, headers: Mapping[str, str] = _EMPTY_HEADERS) -> PageFacts:
     """The facts a non-HTML answer (PDF, image, ...) carries in its headers: X-Robots-Tag, Link."""
-    header_canonicals = _header_canonicals(headers)
+    header_canonicals, header_hreflang = _header_links(headers)
     return PageFacts(
         url=url,
         is_html=False,
         x_robots_tag=header_value(headers, "x-robots-tag"),
         canonical=header_canonicals[0] if header_canonicals else None,
         header_canonicals=header_canonicals,
+        header_hreflang=header_hreflang,
     )
 
 
@@ -227,7 +235,7 @@ def extract_page(
             if kind == _JSONLD_MEDIA_TYPE:
                 jsonld.update(_jsonld_types(node.text()))
 
-    header_canonicals = _header_canonicals(headers)
+    header_canonicals, header_hreflang = _header_links(headers)
     root = parser.root
     lang_attr = _attr(root, "lang") if root is not None else None
     parser.strip_tags(INVISIBLE_TAGS)
@@ -263,5 +271,6 @@ def extract_page(
         base_href=base_href,
         canonicals=tuple(canonicals),
         header_canonicals=header_canonicals,
+        header_hreflang=header_hreflang,
         meta_agents=tuple(meta_agents),
     )

@@ -146,6 +146,8 @@ class PageFacts:
     # Every <link rel=canonical> href in document order (`canonical` is the first), and the Link header's.
     canonicals: tuple[str, ...] = ()
     header_canonicals: tuple[str, ...] = ()
+    # hreflang alternates of the Link header (`<url>; rel="alternate"; hreflang="de"`), as `hreflang`.
+    header_hreflang: tuple[tuple[str, str], ...] = ()
     # Robots meta tags named after one crawler (`<meta name="googlebot">`): (name, content), lower-case name.
     meta_agents: tuple[tuple[str, str], ...] = ()
 

@@ -29,7 +29,25 @@ SIGNAL_LINES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("ALERT_SITEMAP_NON_INDEXABLE", "non-indexable URL in a sitemap"),
         ),
     ),
+    (
+        "hreflang",
+        (
+            ("ALERT_HREFLANG_INVALID_CODE", "invalid language or region code"),
+            ("ALERT_HREFLANG_NO_SELF", "no self-reference"),
+            ("ALERT_HREFLANG_NO_X_DEFAULT", "no x-default"),
+            ("ALERT_HREFLANG_NO_RETURN", "alternate without return link"),
+            ("ALERT_HREFLANG_TO_NON_200", "alternate redirects or errors"),
+            ("ALERT_HREFLANG_TO_NON_CANONICAL", "alternate is not canonical"),
+        ),
+    ),
 )
+MATRIX_ROWS = 60
+MATRIX_COLUMNS = 24
+_PAIR_LABELS = {
+    "ALERT_HREFLANG_NO_RETURN": "no return",
+    "ALERT_HREFLANG_TO_NON_200": "non-200",
+    "ALERT_HREFLANG_TO_NON_CANONICAL": "non-canonical",
+}
 
 
 def _count(by_code: Mapping[str, Any], code: str) -> int:
@@ -47,6 +65,44 @@ def _indexability(summary: Mapping[str, Any]) -> str:
         if isinstance(v, int)
     )
     return f'<h3>Indexability</h3><ul class="codes">{items}</ul>'
+
+
+def _matrix(matrix: Any) -> str:
+    """Broken hreflang pairs as a matrix: a row per page, a column per hreflang value, the problem in the cell
+    (the alternate URL as its tooltip); at most `MATRIX_ROWS` x `MATRIX_COLUMNS`."""
+    if not isinstance(matrix, Mapping) or not isinstance(matrix.get("pairs"), list) or not matrix["pairs"]:
+        return ""
+    cells: dict[str, dict[str, tuple[str, str]]] = {}
+    langs: dict[str, None] = {}
+    for pair in matrix["pairs"]:
+        if not isinstance(pair, list) or len(pair) != 4:
+            continue
+        url, lang, href, code = (str(v) for v in pair)
+        if url not in cells and len(cells) >= MATRIX_ROWS:
+            continue
+        if lang not in langs and len(langs) >= MATRIX_COLUMNS:
+            continue
+        langs.setdefault(lang)
+        cells.setdefault(url, {})[lang] = (_PAIR_LABELS.get(code, code), href)
+    head = "".join(f"<th>{escape(lang)}</th>" for lang in langs)
+    body = "".join(
+        f'<tr><th scope="row" class="url">{escape(url)}</th>'
+        + "".join(
+            f'<td title="{escape(row[lang][1])}" data-problem="{escape(row[lang][0])}">{escape(row[lang][0])}</td>'
+            if lang in row
+            else "<td></td>"
+            for lang in langs
+        )
+        + "</tr>"
+        for url, row in cells.items()
+    )
+    total = matrix.get("broken_pairs")
+    note = f"{total:,} broken pairs" if isinstance(total, int) else ""
+    return (
+        f'<h4>Broken hreflang pairs</h4><p class="shown">{escape(note)}; all of them are in findings.csv.</p>'
+        f'<div class="table-wrap"><table class="hreflang-matrix"><thead><tr><th>page</th>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def signals_section(report: Mapping[str, Any]) -> str:
@@ -67,5 +123,7 @@ def signals_section(report: Mapping[str, Any]) -> str:
             f'<h3>{escape(family)}</h3><table class="signals" data-family="{escape(family.lower())}">'
             f"<thead><tr><th>check</th><th>code</th><th>findings</th></tr></thead><tbody>{rows}</tbody></table>"
         )
+        if family == "hreflang":
+            parts.append(_matrix(report.get("hreflang_matrix")))
     parts.append("</section>")
     return "".join(parts)

@@ -12,6 +12,7 @@ import pytest
 
 from infra.fixture_site import FixtureServer
 from infra.fixture_site._signals import (
+    FAMILY_CODES,
     INDEXABILITY_OF,
     SIGNALS,
     SIGNALS_EXPECTED,
@@ -20,10 +21,6 @@ from infra.fixture_site._signals import (
 )
 from infra.local.runtime import LocalCloud, run_crawl
 from seolens_core.settings import CrawlSettings
-
-
-def _family_codes() -> dict[str, set[str]]:
-    return {family: {code for code, _ in pairs} for family, pairs in SIGNALS_EXPECTED.findings.items()}
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +69,7 @@ def test_crawl_succeeds(signals_crawl: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("family", sorted(SIGNALS_EXPECTED.findings))
 def test_each_family_finds_exactly_its_declared_findings(signals_crawl: dict[str, Any], family: str) -> None:
-    codes = _family_codes()[family]
-    assert _found(signals_crawl, codes) == set(SIGNALS_EXPECTED.findings[family])
+    assert _found(signals_crawl, set(FAMILY_CODES[family])) == set(SIGNALS_EXPECTED.findings[family])
 
 
 def test_indexability_column(signals_crawl: dict[str, Any]) -> None:
@@ -98,3 +94,24 @@ def test_report_counts_indexability_and_draws_a_line_per_check(signals_crawl: di
     html = signals_crawl["html"]
     assert '<section id="signals">' in html
     assert '<tr data-code="ALERT_CANONICAL_MULTIPLE"><td>several different canonicals</td>' in html
+
+
+def test_hreflang_alternates_are_crawled_and_the_matrix_lists_the_broken_pairs(
+    signals_crawl: dict[str, Any],
+) -> None:
+    base = signals_crawl["base"]
+    pages = signals_crawl["pages"]
+    assert pages["/hl/fr"]["status"] == 200 and pages["/hl/it-main"]["status"] == 200  # named, never linked
+    assert pages["/hl/en"]["hreflang"][1] == ["de", base + "/hl/de"]
+    assert pages["/hl/sm-b"]["sitemap_hreflang"] == [
+        ["en", base + "/hl/sm-a"],
+        ["de", base + "/hl/sm-b"],
+        ["x-default", base + "/hl/sm-a"],
+    ]
+    matrix = signals_crawl["report"]["hreflang_matrix"]
+    pairs = {(u.removeprefix(base), lang, code) for u, lang, _, code in matrix["pairs"]}
+    assert ("/hl/en", "fr", "ALERT_HREFLANG_NO_RETURN") in pairs
+    assert ("/hl/en", "es", "ALERT_HREFLANG_TO_NON_200") in pairs
+    assert ("/hl/en", "it", "ALERT_HREFLANG_TO_NON_CANONICAL") in pairs
+    assert matrix["broken_pairs"] == len(pairs) == 6
+    assert '<table class="hreflang-matrix">' in signals_crawl["html"]

@@ -137,7 +137,9 @@ def test_hreflang_without_return_link() -> None:
         # /es not crawled: nothing to compare against.
     ]
     findings = [f for f in site_findings(pages, []) if f.code == "ALERT_HREFLANG_NO_RETURN"]
-    assert [(f.url, f.related_url, f.detail) for f in findings] == [(S + "/en", S + "/fr", "hreflang fr")]
+    assert [(f.url, f.related_url, f.detail) for f in findings] == [
+        (S + "/en", S + "/fr", "hreflang fr: no return link")
+    ]
 
 
 def test_sitemap_non_indexable_and_orphans() -> None:

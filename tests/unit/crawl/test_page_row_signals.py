@@ -48,3 +48,26 @@ def test_an_expired_unavailable_after_makes_the_row_noindex() -> None:
     row = fetched("/old", b"<p>old news</p>", "text/html", x_robots_tag="unavailable_after: 2001-01-01")
     assert row["noindex"] is True and row["unavailable_after"] == "2001-01-01"
     assert "ALERT_NOINDEX" in row["alerts"]
+
+
+def test_hreflang_from_html_and_header_normalized_and_named_urls_crawled_without_edges() -> None:
+    body = (
+        b'<html><head><link rel="alternate" hreflang="de" href="/de"><link rel="canonical" href="/en/">'
+        b'</head><body><a href="/linked">l</a></body></html>'
+    )
+    url = normalize(SITE + "/en")
+    assert isinstance(url, NormalizedURL)
+    msg = FrontierMessage(crawl_id="c1", url=url.url, key=url_key_hex(url.url), depth=1)
+    headers = {"content-type": "text/html", "link": '</fr>; rel="alternate"; hreflang="fr"'}
+    result = FetchResult(url=url.url, status=200, headers=headers, body=body, ttfb_ms=10.0)
+    row, plan = page_row(msg, url, result, SCOPE, SETTINGS)
+    assert row["hreflang"] == [["de", SITE + "/de"], ["fr", SITE + "/fr"]]
+    assert plan is not None
+    assert [e["target"] for e in plan.edges] == [SITE + "/linked"]
+    assert sorted(m.url for m in plan.enqueue) == [
+        SITE + "/de",
+        SITE + "/en/",
+        SITE + "/fr",
+        SITE + "/linked",
+    ]
+    assert {m.depth for m in plan.enqueue} == {2}

@@ -37,3 +37,20 @@ def test_indexability_by_reason_and_hostile_text_is_escaped() -> None:
     assert '<li data-indexability="indexable"><span>indexable</span><b>7</b></li>' in section
     assert "&lt;script&gt;" in section and "<script>" not in section.split("</section>")[0]
     assert signals_section({}) == ""
+
+
+def test_hreflang_matrix_has_a_row_per_page_and_a_column_per_language() -> None:
+    pairs = [
+        ["https://a.test/en", "de", "https://a.test/de", "ALERT_HREFLANG_NO_RETURN"],
+        ["https://a.test/en", "fr", "https://a.test/fr", "ALERT_HREFLANG_TO_NON_200"],
+        ["https://a.test/de", "fr", "https://a.test/fr", "ALERT_HREFLANG_TO_NON_CANONICAL"],
+        ["https://a.test/<x>", "<b>", 'https://a.test/"q', "ALERT_HREFLANG_NO_RETURN"],
+    ]
+    report = {"findings_by_code": {}, "hreflang_matrix": {"broken_pairs": 4, "pairs": pairs}}
+    html = signals_section(report)
+    matrix = html[html.index('<table class="hreflang-matrix">') :]
+    assert matrix.count('<tr><th scope="row"') == 3
+    assert "<th>de</th><th>fr</th><th>&lt;b&gt;</th>" in matrix
+    assert '<td title="https://a.test/de" data-problem="no return">no return</td>' in matrix
+    assert 'data-problem="non-canonical"' in matrix and "&quot;q" in matrix and "<b>" not in matrix
+    assert "4 broken pairs" in html
