@@ -174,6 +174,32 @@ SIGNAL_PAGES += (
     SignalPage("/hl/sm-a", expected=((f"{_H}_INVALID_CODE", HREFLANG), (f"{_H}_NO_X_DEFAULT", HREFLANG))),
     SignalPage("/hl/sm-b"),
 )
+STRUCTURED = "structured data"
+_LD = '<script type="application/ld+json">{{{{{}}}}}</script>'
+_CONTEXT = '"@context": "https://schema.org", '
+
+SIGNAL_PAGES += (
+    # 3. Structured data.
+    SignalPage(
+        "/sd/product",
+        head=_LD.format(_CONTEXT + '"@type": "Product", "offers": {{"@type": "Offer", "price": "9"}}'),
+    ),
+    SignalPage(
+        "/sd/broken",
+        head=_LD.format('"@type": "Product",'),
+        expected=(("ALERT_JSONLD_INVALID", STRUCTURED),),
+    ),
+    SignalPage(
+        "/sd/no-context",
+        head=_LD.format('"@type": "Organization", "name": "Acme"'),
+        expected=(("ALERT_JSONLD_NO_CONTEXT", STRUCTURED),),
+    ),
+    SignalPage(
+        "/sd/no-type",
+        head=_LD.format(_CONTEXT + '"@graph": [{{"@type": "WebSite"}}, {{"name": "untyped"}}]'),
+        expected=(("ALERT_JSONLD_NO_TYPE", STRUCTURED),),
+    ),
+)
 REDIRECTS: Mapping[str, tuple[str, int]] = {
     "/idx/moved": ("/idx/target", 301),
     "/hl/es-moved": ("/hl/es", 301),
@@ -201,6 +227,7 @@ FAMILY_CODES: Mapping[str, frozenset[str]] = {
         }
     ),
     HREFLANG: frozenset(f"{_H}_{kind}" for kind in _HREFLANG_KINDS),
+    STRUCTURED: frozenset({"ALERT_JSONLD_INVALID", "ALERT_JSONLD_NO_CONTEXT", "ALERT_JSONLD_NO_TYPE"}),
 }
 # Indexability of some rows: (indexability, indexability_status) by path.
 INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {

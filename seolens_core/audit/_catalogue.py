@@ -30,6 +30,7 @@ class Category(enum.StrEnum):
     SITEMAP = "sitemap"
     ACCESS = "access"
     CRAWL = "crawl"
+    STRUCTURED_DATA = "structured_data"
 
 
 class FindingCode(enum.StrEnum):
@@ -82,6 +83,9 @@ class FindingCode(enum.StrEnum):
     HREFLANG_NO_X_DEFAULT = "ALERT_HREFLANG_NO_X_DEFAULT"
     HREFLANG_TO_NON_200 = "ALERT_HREFLANG_TO_NON_200"
     HREFLANG_TO_NON_CANONICAL = "ALERT_HREFLANG_TO_NON_CANONICAL"
+    JSONLD_INVALID = "ALERT_JSONLD_INVALID"
+    JSONLD_NO_CONTEXT = "ALERT_JSONLD_NO_CONTEXT"
+    JSONLD_NO_TYPE = "ALERT_JSONLD_NO_TYPE"
 
 
 _CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
@@ -245,6 +249,14 @@ _BUILTIN = (
      "The alternate redirects or errors; point hreflang to the final 200 URL of each version.", True),
     (F.HREFLANG_TO_NON_CANONICAL, S.WARNING, C.INTERNATIONAL, "Hreflang to a non-canonical URL",
      "The alternate canonicalises to another URL; hreflang must name canonical URLs only.", True),
+    # Structured data (issue 47)
+    (F.JSONLD_INVALID, S.WARNING, C.STRUCTURED_DATA, "Invalid JSON-LD",
+     "A JSON-LD block does not parse, so search engines ignore all of it; validate it (a trailing comma or "
+     "an unescaped quote is the usual cause).", True),
+    (F.JSONLD_NO_CONTEXT, S.WARNING, C.STRUCTURED_DATA, "JSON-LD without @context",
+     "Add \"@context\": \"https://schema.org\" to each top-level item (or to the object holding @graph).", True),
+    (F.JSONLD_NO_TYPE, S.WARNING, C.STRUCTURED_DATA, "JSON-LD item without @type",
+     "Give each top-level item a schema.org @type; without one it is eligible for no rich result.", True),
 )  # fmt: skip
 
 CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)

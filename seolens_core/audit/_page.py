@@ -10,6 +10,7 @@ from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, Finding
 from seolens_core.audit._hreflang import alternate_signals, page_alternates
 from seolens_core.audit._indexability import canonical_signals, canonical_targets, expired, robots_signals
 from seolens_core.audit._settings import AuditSettings
+from seolens_core.audit._structured import structured_data_signals
 from seolens_core.audit._waf import WafMatch
 from seolens_core.html import PageFacts
 
@@ -128,6 +129,8 @@ def _content_findings(facts: PageFacts, settings: AuditSettings, catalogue: Cata
         add(F.LINKS_TRUNCATED, f"first {len(facts.links)} links recorded")
     if facts.nofollow:
         add(F.NOFOLLOW_PAGE)
+    for code, detail in structured_data_signals(facts):
+        add(code, detail)
     return out
 
 

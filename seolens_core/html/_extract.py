@@ -6,9 +6,7 @@ Parsed with scripting enabled, as Googlebot renders: `<noscript>` is text, so a 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import xxhash
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -16,6 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from seolens_core.html._charset import decode_body
 from seolens_core.html._depth import guard_depth
 from seolens_core.html._facts import LinkTag, OpenGraph, PageFacts, RawLink
+from seolens_core.html._jsonld import JsonLdBlock, read_block
 from seolens_core.html._link_header import parse_link_header
 
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -23,8 +22,6 @@ INVISIBLE_TAGS = ["script", "style", "noscript", "template"]
 # A single traversal collects every element we read facts from; dispatch is by tag name.
 _FACT_SELECTOR = "title, meta, link, base, a[href], area[href], h1, h2, img, script"
 _JSONLD_MEDIA_TYPE = "application/ld+json"
-# Bounds the JSON-LD walk so a hostile document cannot make it expensive.
-_JSONLD_MAX_NODES = 10_000
 _EMPTY_HEADERS: Mapping[str, str] = {}
 # Robots meta tags named after one crawler; the audit applies those of ROBOTS_AGENTS (googlebot, seolens).
 AGENT_META_NAMES = frozenset(
@@ -85,28 +82,6 @@ def _inside_svg(node: LexborNode) -> bool:
             return True
         parent = parent.parent
     return False
-
-
-def _jsonld_types(raw: str) -> Iterator[str]:
-    """Yield `@type` values from a JSON-LD block; silent on bad JSON (common in the wild)."""
-    try:
-        data: Any = json.loads(raw)
-    except (ValueError, RecursionError):
-        return
-    stack = [data]
-    seen = 0
-    while stack and seen < _JSONLD_MAX_NODES:
-        item = stack.pop()
-        seen += 1
-        if isinstance(item, dict):
-            kind = item.get("@type")
-            if isinstance(kind, str):
-                yield kind
-            elif isinstance(kind, list):
-                yield from (k for k in kind if isinstance(k, str))
-            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend(v for v in item if isinstance(v, (dict, list)))
 
 
 def _anchor_text(node: LexborNode, tag: str) -> str:
@@ -177,7 +152,7 @@ def extract_page(
     links_truncated = False
     images_without_alt = 0
     og: dict[str, str] = {}
-    jsonld: set[str] = set()
+    jsonld: list[JsonLdBlock] = []
 
     for node in parser.css(_FACT_SELECTOR):
         tag = node.tag
@@ -233,7 +208,7 @@ def extract_page(
         elif tag == "script":
             kind = (node.attributes.get("type") or "").split(";", 1)[0].strip().lower()
             if kind == _JSONLD_MEDIA_TYPE:
-                jsonld.update(_jsonld_types(node.text()))
+                jsonld.append(read_block(node.text()))
 
     header_canonicals, header_hreflang = _header_links(headers)
     root = parser.root
@@ -266,7 +241,11 @@ def extract_page(
             image=og.get("og:image"),
             type=og.get("og:type"),
         ),
-        jsonld_types=frozenset(jsonld),
+        jsonld_types=frozenset().union(*(block.types for block in jsonld)),
+        jsonld_blocks=len(jsonld),
+        jsonld_invalid=tuple(block.invalid for block in jsonld if block.invalid is not None),
+        jsonld_without_context=sum(block.without_context for block in jsonld),
+        jsonld_without_type=sum(block.without_type for block in jsonld),
         content_hash=xxhash.xxh64_hexdigest(visible.encode("utf-8")) if visible else None,
         base_href=base_href,
         canonicals=tuple(canonicals),

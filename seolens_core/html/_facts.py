@@ -140,6 +140,12 @@ class PageFacts:
     images_without_alt: int = 0
     og: OpenGraph = field(default_factory=OpenGraph)
     jsonld_types: frozenset[str] = frozenset()
+    # JSON-LD blocks: how many, the parse error of each invalid one (in order), and the top-level items
+    # without `@context` / without `@type` over all blocks.
+    jsonld_blocks: int = 0
+    jsonld_invalid: tuple[str, ...] = ()
+    jsonld_without_context: int = 0
+    jsonld_without_type: int = 0
     # xxh64 hex of the whitespace-normalized visible text; None when the page has no visible text.
     content_hash: str | None = None
     base_href: str | None = None
@@ -206,6 +212,9 @@ class PageFacts:
             "og:image": self.og.image,
             "og:type": self.og.type,
             "jsonld_@type": _joined(tuple(sorted(self.jsonld_types))),
+            "jsonld_blocks": self.jsonld_blocks,
+            "jsonld_types_count": len(self.jsonld_types),
+            "jsonld_invalid": len(self.jsonld_invalid),
             "word_count": self.word_count,
             "content_hash": self.content_hash,
             "images_without_alt": self.images_without_alt,

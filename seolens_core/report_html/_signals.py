@@ -40,6 +40,14 @@ SIGNAL_LINES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("ALERT_HREFLANG_TO_NON_CANONICAL", "alternate is not canonical"),
         ),
     ),
+    (
+        "Structured data",
+        (
+            ("ALERT_JSONLD_INVALID", "JSON-LD that does not parse"),
+            ("ALERT_JSONLD_NO_CONTEXT", "JSON-LD item without @context"),
+            ("ALERT_JSONLD_NO_TYPE", "JSON-LD item without @type"),
+        ),
+    ),
 )
 MATRIX_ROWS = 60
 MATRIX_COLUMNS = 24

@@ -115,3 +115,13 @@ def test_hreflang_alternates_are_crawled_and_the_matrix_lists_the_broken_pairs(
     assert ("/hl/en", "it", "ALERT_HREFLANG_TO_NON_CANONICAL") in pairs
     assert matrix["broken_pairs"] == len(pairs) == 6
     assert '<table class="hreflang-matrix">' in signals_crawl["html"]
+
+
+def test_structured_data_columns(signals_crawl: dict[str, Any]) -> None:
+    product = signals_crawl["pages"]["/sd/product"]
+    assert (product["jsonld_blocks"], product["jsonld_types_count"], product["jsonld_@type"]) == (
+        1,
+        2,
+        "Offer@@Product",
+    )
+    assert signals_crawl["pages"]["/sd/broken"]["jsonld_invalid"] == 1
