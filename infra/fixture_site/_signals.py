@@ -200,13 +200,57 @@ SIGNAL_PAGES += (
         expected=(("ALERT_JSONLD_NO_TYPE", STRUCTURED),),
     ),
 )
+TRANSPORT = "transport"
+
+SIGNAL_PAGES += (
+    # 4. Transport (the site is plain http: no https finding may fire) and redirect kinds.
+    SignalPage(
+        "/tr/refresh",
+        head='<meta http-equiv="refresh" content="0; url=/tr/refreshed">',
+        expected=(("ALERT_META_REFRESH", TRANSPORT),),
+    ),
+    SignalPage(
+        "/tr/refresh-delayed",
+        head='<meta http-equiv="refresh" content="5; url={origin}/tr/refreshed">',
+        expected=(("ALERT_META_REFRESH_DELAYED", TRANSPORT),),
+    ),
+    SignalPage("/tr/refreshed"),
+    SignalPage("/tr/http-assets", body='<img src="http://{other}/pixel.png" alt="">'),
+)
+_TEMPORARY = ("ALERT_REDIRECT_TEMPORARY", TRANSPORT)
 REDIRECTS: Mapping[str, tuple[str, int]] = {
     "/idx/moved": ("/idx/target", 301),
     "/hl/es-moved": ("/hl/es", 301),
+    "/tr/temp302": ("/idx/target", 302),
+    "/tr/temp307": ("/idx/target", 307),
+    "/tr/perm308": ("/idx/target", 308),
+}
+REDIRECT_EXPECTED: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "/tr/temp302": (_TEMPORARY,),
+    "/tr/temp307": (_TEMPORARY,),
+}
+REDIRECT_TYPES: Mapping[str, str | None] = {
+    "/tr/temp302": "temporary",
+    "/tr/temp307": "temporary",
+    "/tr/perm308": "permanent",
+    "/idx/moved": "permanent",
+    "/tr/refresh": "meta refresh",
+    "/tr/refresh-delayed": "meta refresh (delayed)",
+    "/tr/refreshed": None,
 }
 DISALLOWED = ("/idx/private",)
 NOT_LINKED = frozenset(
-    {"/hl/de", "/hl/fr", "/hl/es", "/hl/it", "/hl/it-main", "/hl/sm-a", "/hl/sm-b", "/hl/es-moved"}
+    {
+        "/tr/refreshed",
+        "/hl/de",
+        "/hl/fr",
+        "/hl/es",
+        "/hl/it",
+        "/hl/it-main",
+        "/hl/sm-a",
+        "/hl/sm-b",
+        "/hl/es-moved",
+    }
 )
 SITEMAP_PATHS = ("/", "/idx/target", "/idx/googlebot-noindex", "/hl/sm-a", "/hl/sm-b")
 SITEMAP_ALTERNATES: Mapping[str, tuple[tuple[str, str], ...]] = {
@@ -228,6 +272,17 @@ FAMILY_CODES: Mapping[str, frozenset[str]] = {
     ),
     HREFLANG: frozenset(f"{_H}_{kind}" for kind in _HREFLANG_KINDS),
     STRUCTURED: frozenset({"ALERT_JSONLD_INVALID", "ALERT_JSONLD_NO_CONTEXT", "ALERT_JSONLD_NO_TYPE"}),
+    TRANSPORT: frozenset(
+        {
+            "ALERT_REDIRECT_TEMPORARY",
+            "ALERT_META_REFRESH",
+            "ALERT_META_REFRESH_DELAYED",
+            "ALERT_HTTP_PAGE_ON_HTTPS_SITE",
+            "ALERT_HTTPS_REDIRECT_MISSING",
+            "ALERT_MIXED_CONTENT",
+            "ALERT_HSTS_MISSING",
+        }
+    ),
 }
 # Indexability of some rows: (indexability, indexability_status) by path.
 INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
@@ -238,6 +293,9 @@ INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
     "/idx/header-canonical": ("non-indexable", "canonicalised"),
     "/idx/moved": ("non-indexable", "redirected"),
     "/idx/private": ("non-indexable", "blocked by robots.txt"),
+    "/tr/refresh": ("non-indexable", "meta refresh"),
+    "/tr/refresh-delayed": ("indexable", None),
+    "/tr/perm308": ("non-indexable", "redirected"),
 }
 FAMILIES = tuple(FAMILY_CODES)
 
@@ -254,6 +312,9 @@ def _expected() -> SignalsExpected:
     for page in SIGNAL_PAGES:
         for code, family in page.expected:
             found[family].add((code, page.path))
+    for path, expected in REDIRECT_EXPECTED.items():
+        for code, family in expected:
+            found[family].add((code, path))
     return SignalsExpected({family: frozenset(pairs) for family, pairs in found.items()})
 
 

@@ -30,6 +30,7 @@ from seolens_core.audit._site import (
     duplicate_values,
     site_findings,
 )
+from seolens_core.audit._transport import hsts_ok, redirect_type
 from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, WafSignature, detect_waf
 
 __all__ = [
@@ -64,8 +65,10 @@ __all__ = [
     "duplicate_values",
     "expired",
     "hreflang_problem",
+    "hsts_ok",
     "indexability",
     "make_finding",
     "pair_lang",
+    "redirect_type",
     "site_findings",
 ]

@@ -31,6 +31,7 @@ class Category(enum.StrEnum):
     ACCESS = "access"
     CRAWL = "crawl"
     STRUCTURED_DATA = "structured_data"
+    SECURITY = "security"
 
 
 class FindingCode(enum.StrEnum):
@@ -86,6 +87,13 @@ class FindingCode(enum.StrEnum):
     JSONLD_INVALID = "ALERT_JSONLD_INVALID"
     JSONLD_NO_CONTEXT = "ALERT_JSONLD_NO_CONTEXT"
     JSONLD_NO_TYPE = "ALERT_JSONLD_NO_TYPE"
+    REDIRECT_TEMPORARY = "ALERT_REDIRECT_TEMPORARY"
+    META_REFRESH = "ALERT_META_REFRESH"
+    META_REFRESH_DELAYED = "ALERT_META_REFRESH_DELAYED"
+    HTTP_PAGE_ON_HTTPS_SITE = "ALERT_HTTP_PAGE_ON_HTTPS_SITE"
+    HTTPS_REDIRECT_MISSING = "ALERT_HTTPS_REDIRECT_MISSING"
+    MIXED_CONTENT = "ALERT_MIXED_CONTENT"
+    HSTS_MISSING = "ALERT_HSTS_MISSING"
 
 
 _CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
@@ -257,6 +265,25 @@ _BUILTIN = (
      "Add \"@context\": \"https://schema.org\" to each top-level item (or to the object holding @graph).", True),
     (F.JSONLD_NO_TYPE, S.WARNING, C.STRUCTURED_DATA, "JSON-LD item without @type",
      "Give each top-level item a schema.org @type; without one it is eligible for no rich result.", True),
+    # Security and transport (issue 47)
+    (F.REDIRECT_TEMPORARY, S.NOTICE, C.REDIRECTS, "Temporary redirect",
+     "A 302, 303 or 307 keeps the old URL in the index; if the move is for good, answer 301 or 308.", False),
+    (F.META_REFRESH, S.NOTICE, C.REDIRECTS, "Meta refresh redirect",
+     "The page redirects with an instant meta refresh; use a server-side 301 (or 308) instead.", True),
+    (F.META_REFRESH_DELAYED, S.WARNING, C.REDIRECTS, "Delayed meta refresh",
+     "A delayed meta refresh is read as a temporary redirect and shows users a page that then moves; "
+     "use a server-side redirect.", True),
+    (F.HTTP_PAGE_ON_HTTPS_SITE, S.WARNING, C.SECURITY, "HTTP page on an HTTPS site",
+     "The page is served over plain http while the site is https; redirect it to its https URL and link "
+     "to that.", True),
+    (F.HTTPS_REDIRECT_MISSING, S.WARNING, C.SECURITY, "No redirect from HTTP to HTTPS",
+     "The http:// URL does not answer with a redirect to https; add a 301 from every http URL to its "
+     "https twin.", True),
+    (F.MIXED_CONTENT, S.WARNING, C.SECURITY, "Mixed content",
+     "The https page loads http:// subresources, which browsers block or flag; load them over https.", True),
+    (F.HSTS_MISSING, S.NOTICE, C.SECURITY, "HSTS missing",
+     "The host's https pages send no Strict-Transport-Security header with a positive max-age; add one so "
+     "browsers never try http first.", False),
 )  # fmt: skip
 
 CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)

@@ -11,6 +11,7 @@ from seolens_core.audit._hreflang import alternate_signals, page_alternates
 from seolens_core.audit._indexability import canonical_signals, canonical_targets, expired, robots_signals
 from seolens_core.audit._settings import AuditSettings
 from seolens_core.audit._structured import structured_data_signals
+from seolens_core.audit._transport import transport_signals
 from seolens_core.audit._waf import WafMatch
 from seolens_core.html import PageFacts
 
@@ -34,6 +35,9 @@ class FetchFacts:
     size: int = 0
     content_type: str | None = None
     error: str | None = None
+    redirect_to: str | None = None
+    """The normalized Location of a 3xx answer; `refresh_to` the normalized target of a meta refresh."""
+    refresh_to: str | None = None
 
 
 def _redirect_findings(fetch: FetchFacts, catalogue: Catalogue) -> list[Finding]:
@@ -143,16 +147,18 @@ def audit_page(
     canonical_url: str | None = None,
     now: float | None = None,
     hreflang_urls: Sequence[tuple[str, str]] | None = None,
+    https_site: bool = False,
     catalogue: Catalogue = CATALOGUE,
 ) -> list[Finding]:
     """Findings of one page. Findings are reported on `facts.url` (redirect ones on the first hop).
 
-        `canonical_url` is the caller's normalized absolute canonical; without it the raw href is joined
-        against the page URL; `hreflang_urls` likewise holds its normalized (language, URL) alternates. `now`
-    (epoch s, the fetch time) dates `unavailable_after`. Canonical and robots
-        rules run on 2xx answers, content rules only on 2xx HTML answers. With `waf` set, the findings
-        marked `waf_suppressed` in the catalogue are dropped (the body is a challenge, not the page) and
-        ALERT_WAF_BOT_CHALLENGE carries the provider's advice as its detail.
+            `canonical_url` is the caller's normalized absolute canonical; without it the raw href is joined
+            against the page URL; `hreflang_urls` likewise holds its normalized (language, URL) alternates. `now`
+        (epoch s, the fetch time) dates `unavailable_after`; `https_site` (the crawl starts on https) makes its
+    http:// URLs findings unless they redirect to https. Canonical and robots
+            rules run on 2xx answers, content rules only on 2xx HTML answers. With `waf` set, the findings
+            marked `waf_suppressed` in the catalogue are dropped (the body is a challenge, not the page) and
+            ALERT_WAF_BOT_CHALLENGE carries the provider's advice as its detail.
     """
     url = facts.url
     if fetch.error is not None:
@@ -169,6 +175,8 @@ def audit_page(
     if fetch.size > settings.large_page_bytes:
         detail = f"{fetch.size} bytes (max {settings.large_page_bytes})"
         out.append(make_finding(F.LARGE_PAGE, url, detail, catalogue=catalogue))
+    for code, detail, related in transport_signals(facts, fetch, https_site):
+        out.append(make_finding(code, url, detail, related, catalogue=catalogue))
     ok = status is not None and 200 <= status < 300
     if ok:
         out.extend(_indexability_findings(facts, canonical_url, now, catalogue))

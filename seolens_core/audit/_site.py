@@ -14,10 +14,12 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
 from seolens_core.audit._hreflang import alternate_signals, pair_detail
 from seolens_core.audit._settings import AuditSettings
+from seolens_core.audit._transport import hsts_ok
 from seolens_core.urls import url_key
 
 F = FindingCode
@@ -55,6 +57,7 @@ class PageRow:
     robots_disallowed: bool = False
     waf_provider: str | None = None
     outcome: str | None = None
+    hsts: str | None = None
 
     @property
     def attempted(self) -> bool:
@@ -109,6 +112,7 @@ class PageRow:
             robots_disallowed=bool(row.get("robots_disallowed", False)),
             waf_provider=row.get("waf_provider"),
             outcome=row.get("outcome"),
+            hsts=row.get("hsts"),
         )
 
 
@@ -305,6 +309,7 @@ class SiteAudit:
         self._canonicalised: list[tuple[str, str]] = []
         self._with_hreflang: list[tuple[str, tuple[tuple[str, str], ...]]] = []
         self._hreflang_rows: list[Finding] = []
+        self._hsts: dict[str, list[Any]] = {}  # https host -> [first page, pages without HSTS, any with it]
         self._sitemap = set(sitemap_urls)
         self._sitemap_rows: list[Finding] = []
         self._count_links = count_links
@@ -359,10 +364,27 @@ class SiteAudit:
                 self._hreflang_rows.append(
                     make_finding(code, row.url, detail, related, catalogue=self._catalogue)
                 )
+        if usable and row.url.startswith("https://"):
+            self._hsts_page(row)
         if self._duplicates:
             groups = {"title": self._titles, "meta_desc": self._descriptions, "content_hash": self._hashes}
             for kind, value in duplicate_values(row):
                 groups[kind][value].append(row.url)
+
+    def _hsts_page(self, row: PageRow) -> None:
+        host = urlsplit(row.url).netloc
+        seen = self._hsts.setdefault(host, [row.url, 0, False])
+        if hsts_ok(row.hsts):
+            seen[2] = True
+        else:
+            seen[1] += 1
+
+    def _hsts_findings(self) -> Iterator[Finding]:
+        """One finding per https host none of whose 2xx pages sent a Strict-Transport-Security header."""
+        for host, (first, without, protected) in self._hsts.items():
+            if not protected:
+                detail = f"{without} https pages of {host}, none with Strict-Transport-Security"
+                yield make_finding(F.HSTS_MISSING, first, detail, catalogue=self._catalogue)
 
     def _target(self, url: str) -> _Target | None:
         """The summary of `url` as a target; a plain 2xx page gets `_PLAIN` (None: not a crawled page)."""
@@ -407,6 +429,7 @@ class SiteAudit:
                 )
         yield from self._hreflang_rows
         yield from self._hreflang_pairs()
+        yield from self._hsts_findings()
 
     def _hreflang_pairs(self) -> Iterator[Finding]:
         """Each (page, alternate) pair: the alternate answers non-200, canonicalises elsewhere, or does not

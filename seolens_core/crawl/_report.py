@@ -403,6 +403,7 @@ class Reporter:
                 "by_status": {str(k): v for k, v in stats.by_status.items()},
                 "by_depth": {str(k): v for k, v in stats.by_depth.items()},
                 "by_indexability": dict(sorted(stats.by_indexability.items())),
+                "by_redirect_type": dict(sorted(stats.by_redirect_type.items())),
                 "links": int(cursor["links"]),
                 "sitemap_urls": n_sitemap,
                 "pending": n_pending,
@@ -868,6 +869,7 @@ class _PageStats:
         self.by_status: Counter[Any] = Counter()
         self.by_depth: Counter[Any] = Counter()
         self.by_indexability: Counter[str] = Counter()
+        self.by_redirect_type: Counter[str] = Counter()
         self.shown: list[dict[str, Any]] = []
         self._ttfb: list[float] = []
         self._histogram: list[int] | None = None
@@ -881,6 +883,8 @@ class _PageStats:
         self.by_depth[row["depth"]] += 1
         if row.get("indexability") is not None:
             self.by_indexability[row.get("indexability_status") or str(row["indexability"])] += 1
+        if row.get("redirect_type"):
+            self.by_redirect_type[str(row["redirect_type"])] += 1
         if len(self.shown) < HTML_MAX_ROWS:
             self.shown.append(row)
         ttfb = row.get("ttfb_ms")

@@ -27,7 +27,7 @@ from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.settings import CrawlSettings
 from seolens_core.sitemaps import SitemapParser, SitemapWalk, candidate_sitemaps
-from seolens_core.urls import url_key_hex
+from seolens_core.urls import NormalizedURL, url_key_hex
 
 SITEMAP_SEED_DEPTH = 1
 SITEMAP_MAX_BYTES = 50 * 1024 * 1024
@@ -108,7 +108,12 @@ class Seeder:
                     )
                     for u in scope.start_urls
                 ]
-                await self._enqueue(starts, [u.origin for u in scope.start_urls])
+                probes = https_probes(scope)
+                starts += [
+                    FrontierMessage(crawl_id=crawl_id, url=u.url, key=url_key_hex(u.url), depth=0)
+                    for u in probes
+                ]
+                await self._enqueue(starts, [u.origin for u in (*scope.start_urls, *probes)])
                 todo: list[list[Any]] = []
                 for origin in dict.fromkeys(u.origin for u in scope.start_urls):
                     declared = await s.robots.sitemaps(origin, settings, fetcher, s.clock())
@@ -310,6 +315,21 @@ class Seeder:
         if key is not None and settings.max_depth >= SITEMAP_SEED_DEPTH:
             cursor["held"] = {"key": key, "offset": 0, "rows": rows}
         return None
+
+
+def https_probes(scope: CrawlScope) -> list[NormalizedURL]:
+    """The http:// twin of each https start URL on the default port: fetched once, so the audit can tell
+    whether the site redirects http to https (ALERT_HTTPS_REDIRECT_MISSING). A start URL already on http,
+    or on another port (a TLS port answers no plain http), has none."""
+    starts = {u.url for u in scope.start_urls}
+    twins: list[NormalizedURL] = []
+    for start in scope.start_urls:
+        if start.scheme != "https" or start.port is not None:
+            continue
+        twin = scope.normalize("http" + start.url[len("https") :])
+        if twin is not None and twin.url not in starts and twin not in twins:
+            twins.append(twin)
+    return twins
 
 
 def _listed(

@@ -15,6 +15,7 @@ from seolens_core.html._facts import (
     unavailable_after,
 )
 from seolens_core.html._link_header import HeaderLink, parse_link_header
+from seolens_core.html._refresh import Refresh, parse_refresh
 
 __all__ = [
     "MULTI_VALUE_SEP",
@@ -22,6 +23,7 @@ __all__ = [
     "OpenGraph",
     "PageFacts",
     "RawLink",
+    "Refresh",
     "decode_body",
     "extract_page",
     "flatten_deep_nesting",
@@ -31,6 +33,7 @@ __all__ = [
     "non_html_facts",
     "parse_http_date",
     "parse_link_header",
+    "parse_refresh",
     "robots_directives",
     "sniff_charset",
     "unavailable_after",

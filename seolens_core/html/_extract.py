@@ -20,7 +20,23 @@ from seolens_core.html._link_header import parse_link_header
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 INVISIBLE_TAGS = ["script", "style", "noscript", "template"]
 # A single traversal collects every element we read facts from; dispatch is by tag name.
-_FACT_SELECTOR = "title, meta, link, base, a[href], area[href], h1, h2, img, script"
+_FACT_SELECTOR = (
+    "title, meta, link, base, a[href], area[href], h1, h2, img, script, iframe[src], source[src], audio[src],"
+    " video[src], embed[src], object[data]"
+)
+# Where each subresource element names its URL (mixed content: http:// ones on an https page).
+_RESOURCE_ATTR = {
+    "img": "src",
+    "script": "src",
+    "iframe": "src",
+    "source": "src",
+    "audio": "src",
+    "video": "src",
+    "embed": "src",
+    "object": "data",
+}
+_RESOURCE_RELS = frozenset({"stylesheet", "icon", "preload", "modulepreload", "manifest"})
+MAX_RESOURCE_EXAMPLES = 5
 _JSONLD_MEDIA_TYPE = "application/ld+json"
 _EMPTY_HEADERS: Mapping[str, str] = {}
 # Robots meta tags named after one crawler; the audit applies those of ROBOTS_AGENTS (googlebot, seolens).
@@ -107,12 +123,17 @@ def _header_links(headers: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[tu
     return canonicals, alternates
 
 
+def _insecure(url: str | None) -> bool:
+    return url is not None and url.strip()[:7].lower() == "http://"
+
+
 def non_html_facts(url: str, headers: Mapping[str, str] = _EMPTY_HEADERS) -> PageFacts:
-    """The facts a non-HTML answer (PDF, image, ...) carries in its headers: X-Robots-Tag, Link."""
+    """The facts a non-HTML answer (PDF, image, ...) carries in its headers: X-Robots-Tag, Link, HSTS."""
     header_canonicals, header_hreflang = _header_links(headers)
     return PageFacts(
         url=url,
         is_html=False,
+        hsts=header_value(headers, "strict-transport-security"),
         x_robots_tag=header_value(headers, "x-robots-tag"),
         canonical=header_canonicals[0] if header_canonicals else None,
         header_canonicals=header_canonicals,
@@ -153,6 +174,8 @@ def extract_page(
     images_without_alt = 0
     og: dict[str, str] = {}
     jsonld: list[JsonLdBlock] = []
+    meta_refresh: str | None = None
+    insecure: list[str] = []
 
     for node in parser.css(_FACT_SELECTOR):
         tag = node.tag
@@ -169,9 +192,11 @@ def extract_page(
                     tag=link_tag,
                 )
             )
-        elif tag == "img":
-            if "alt" not in node.attributes:
+        elif tag in _RESOURCE_ATTR and tag != "script":
+            if tag == "img" and "alt" not in node.attributes:
                 images_without_alt += 1
+            if _insecure(node.attributes.get(_RESOURCE_ATTR[tag])):
+                insecure.append(_attr(node, _RESOURCE_ATTR[tag]) or "")
         elif tag == "h1":
             h1.append(_squash(node.text(separator=" ")))
         elif tag == "h2":
@@ -186,6 +211,8 @@ def extract_page(
                 meta_robots.append(content.strip())
             elif name in AGENT_META_NAMES and content:
                 meta_agents.append((name, content.strip()))
+            if meta_refresh is None and (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+                meta_refresh = (content or "").strip()
             prop = (attrs.get("property") or name).strip().lower()
             if prop.startswith("og:") and content is not None and prop not in og:
                 og[prop] = content.strip()
@@ -196,6 +223,8 @@ def extract_page(
                 continue
             if "canonical" in rel:
                 canonicals.append(href)
+            if rel & _RESOURCE_RELS and _insecure(href):
+                insecure.append(href)
             lang = _attr(node, "hreflang")
             if "alternate" in rel and lang:
                 hreflang.append((lang.lower(), href))
@@ -206,6 +235,8 @@ def extract_page(
             if base_href is None:
                 base_href = _attr(node, "href")
         elif tag == "script":
+            if _insecure(node.attributes.get("src")):
+                insecure.append(_attr(node, "src") or "")
             kind = (node.attributes.get("type") or "").split(";", 1)[0].strip().lower()
             if kind == _JSONLD_MEDIA_TYPE:
                 jsonld.append(read_block(node.text()))
@@ -241,6 +272,10 @@ def extract_page(
             image=og.get("og:image"),
             type=og.get("og:type"),
         ),
+        meta_refresh=meta_refresh if meta_refresh is not None else header_value(headers, "refresh"),
+        hsts=header_value(headers, "strict-transport-security"),
+        http_subresources=len(insecure),
+        http_subresource_examples=tuple(insecure[:MAX_RESOURCE_EXAMPLES]),
         jsonld_types=frozenset().union(*(block.types for block in jsonld)),
         jsonld_blocks=len(jsonld),
         jsonld_invalid=tuple(block.invalid for block in jsonld if block.invalid is not None),

@@ -154,6 +154,13 @@ class PageFacts:
     header_canonicals: tuple[str, ...] = ()
     # hreflang alternates of the Link header (`<url>; rel="alternate"; hreflang="de"`), as `hreflang`.
     header_hreflang: tuple[tuple[str, str], ...] = ()
+    # `<meta http-equiv="refresh">` content (else the `Refresh` header), and `Strict-Transport-Security`.
+    meta_refresh: str | None = None
+    hsts: str | None = None
+    # Subresources (img, script, stylesheet, iframe, media, embed, object) written with an http:// URL:
+    # how many, and the first few.
+    http_subresources: int = 0
+    http_subresource_examples: tuple[str, ...] = ()
     # Robots meta tags named after one crawler (`<meta name="googlebot">`): (name, content), lower-case name.
     meta_agents: tuple[tuple[str, str], ...] = ()
 
@@ -202,6 +209,9 @@ class PageFacts:
             "meta_robots": self.meta_robots,
             "meta_robots_agents": _joined(tuple(f"{name}: {content}" for name, content in self.meta_agents)),
             "unavailable_after": self.unavailable_after,
+            "meta_refresh": self.meta_refresh,
+            "hsts": self.hsts,
+            "http_subresources": self.http_subresources,
             "x_robots_tag": self.x_robots_tag,
             "lang": self.lang,
             "charset": self.charset,

@@ -48,6 +48,18 @@ SIGNAL_LINES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("ALERT_JSONLD_NO_TYPE", "JSON-LD item without @type"),
         ),
     ),
+    (
+        "Security and transport",
+        (
+            ("ALERT_HTTP_PAGE_ON_HTTPS_SITE", "http page on an https site"),
+            ("ALERT_HTTPS_REDIRECT_MISSING", "http URL not redirected to https"),
+            ("ALERT_MIXED_CONTENT", "https page with http subresources"),
+            ("ALERT_HSTS_MISSING", "https host without HSTS"),
+            ("ALERT_REDIRECT_TEMPORARY", "temporary redirect (302, 303, 307)"),
+            ("ALERT_META_REFRESH", "instant meta refresh"),
+            ("ALERT_META_REFRESH_DELAYED", "delayed meta refresh"),
+        ),
+    ),
 )
 MATRIX_ROWS = 60
 MATRIX_COLUMNS = 24
@@ -63,16 +75,18 @@ def _count(by_code: Mapping[str, Any], code: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _indexability(summary: Mapping[str, Any]) -> str:
-    counts = summary.get("by_indexability")
+def _counts(summary: Mapping[str, Any], key: str, title: str, first: str = "") -> str:
+    """A list of `summary[key]`'s counts (`first` leads), e.g. indexability by reason."""
+    counts = summary.get(key)
     if not isinstance(counts, Mapping) or not counts:
         return ""
+    attr = escape(key.removeprefix("by_").replace("_", "-"))
     items = "".join(
-        f'<li data-indexability="{escape(str(k))}"><span>{escape(str(k))}</span><b>{v:,}</b></li>'
-        for k, v in sorted(counts.items(), key=lambda kv: (str(kv[0]) != "indexable", str(kv[0])))
+        f'<li data-{attr}="{escape(str(k))}"><span>{escape(str(k))}</span><b>{v:,}</b></li>'
+        for k, v in sorted(counts.items(), key=lambda kv: (str(kv[0]) != first, str(kv[0])))
         if isinstance(v, int)
     )
-    return f'<h3>Indexability</h3><ul class="codes">{items}</ul>'
+    return f'<h3>{escape(title)}</h3><ul class="codes">{items}</ul>'
 
 
 def _matrix(matrix: Any) -> str:
@@ -120,7 +134,11 @@ def signals_section(report: Mapping[str, Any]) -> str:
         return ""
     summary = report.get("summary")
     parts = ['<section id="signals"><h2>Search engine signals</h2>']
-    parts.append(_indexability(summary if isinstance(summary, Mapping) else {}))
+    summary = summary if isinstance(summary, Mapping) else {}
+    parts.append(_counts(summary, "by_indexability", "Indexability", first="indexable"))
+    parts.append(
+        _counts(summary, "by_redirect_type", "Redirects by type (301/308 permanent, 302/303/307 temporary)")
+    )
     for family, lines in SIGNAL_LINES:
         rows = "".join(
             f'<tr data-code="{escape(code)}"><td>{escape(what)}</td>'

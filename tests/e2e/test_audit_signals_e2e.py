@@ -125,3 +125,15 @@ def test_structured_data_columns(signals_crawl: dict[str, Any]) -> None:
         "Offer@@Product",
     )
     assert signals_crawl["pages"]["/sd/broken"]["jsonld_invalid"] == 1
+
+
+def test_redirect_kinds_and_meta_refresh_followed_as_a_redirect(signals_crawl: dict[str, Any]) -> None:
+    from infra.fixture_site._signals import REDIRECT_TYPES
+
+    pages = signals_crawl["pages"]
+    assert {path: pages[path].get("redirect_type") for path in REDIRECT_TYPES} == dict(REDIRECT_TYPES)
+    base = signals_crawl["base"]
+    assert pages["/tr/refresh"]["meta_refresh_to"] == base + "/tr/refreshed"
+    assert pages["/tr/refreshed"]["status"] == 200  # reached through the refresh only
+    assert pages["/tr/refreshed"]["inlinks"] == 2  # the two refreshes are redirect hops to it
+    assert pages["/tr/http-assets"]["http_subresources"] == 1  # counted, but no finding on an http site

@@ -71,3 +71,49 @@ def test_hreflang_from_html_and_header_normalized_and_named_urls_crawled_without
         SITE + "/linked",
     ]
     assert {m.depth for m in plan.enqueue} == {2}
+
+
+def test_a_meta_refresh_is_a_redirect_row_and_edge() -> None:
+    body = b'<html><head><meta http-equiv="refresh" content="0; url=/new"></head><body>moved</body></html>'
+    url = normalize(SITE + "/old")
+    assert isinstance(url, NormalizedURL)
+    msg = FrontierMessage(crawl_id="c1", url=url.url, key=url_key_hex(url.url), depth=1)
+    result = FetchResult(url=url.url, status=200, headers={"content-type": "text/html"}, body=body)
+    row, plan = page_row(msg, url, result, SCOPE, SETTINGS)
+    assert (row["redirect_type"], row["meta_refresh_to"], row["meta_refresh"]) == (
+        "meta refresh",
+        SITE + "/new",
+        "0; url=/new",
+    )
+    assert "ALERT_META_REFRESH" in row["alerts"]
+    assert plan is not None
+    assert [(e["target"], e.get("redirect"), e["depth"]) for e in plan.edges] == [(SITE + "/new", True, 1)]
+    assert [(m.url, m.depth) for m in plan.enqueue] == [(SITE + "/new", 1)]
+
+
+def test_http_urls_of_an_https_crawl_and_307_308_rows() -> None:
+    assert fetched("/plain", b"<p>x</p>", "text/html")["redirect_type"] is None
+    row = fetched("/tmp", b"", "text/html", status=307, location="/final")
+    assert row["redirect_type"] == "temporary" and "ALERT_REDIRECT_TEMPORARY" in row["alerts"]
+    assert fetched("/perm", b"", "text/html", status=308, location="/final")["redirect_type"] == "permanent"
+    url = normalize("http://example.com/insecure")
+    assert isinstance(url, NormalizedURL)
+    msg = FrontierMessage(crawl_id="c1", url=url.url, key=url_key_hex(url.url), depth=1)
+    result = FetchResult(url=url.url, status=200, headers={"content-type": "text/html"}, body=b"<p>x</p>")
+    row, _ = page_row(msg, url, result, SCOPE, SETTINGS)  # the crawl starts on https://example.com/
+    assert {"ALERT_HTTP_PAGE_ON_HTTPS_SITE", "ALERT_HTTPS_REDIRECT_MISSING"} <= set(row["alerts"])
+
+
+def test_https_start_urls_get_an_http_probe_on_the_default_port_only() -> None:
+    from seolens_core.crawl._seed import https_probes
+
+    settings = CrawlSettings(
+        start_urls=(
+            "https://example.com/",
+            "https://example.com/shop",
+            "http://plain.example/",
+            "https://x.example:8443/",
+        )
+    )
+    probes = https_probes(CrawlScope.from_settings(settings, 0.0))
+    assert [u.url for u in probes] == ["http://example.com/", "http://example.com/shop"]

@@ -54,3 +54,10 @@ def test_hreflang_matrix_has_a_row_per_page_and_a_column_per_language() -> None:
     assert '<td title="https://a.test/de" data-problem="no return">no return</td>' in matrix
     assert 'data-problem="non-canonical"' in matrix and "&quot;q" in matrix and "<b>" not in matrix
     assert "4 broken pairs" in html
+
+
+def test_redirects_by_type() -> None:
+    report = {"findings_by_code": {}, "summary": {"by_redirect_type": {"permanent": 4, "temporary": 2}}}
+    html = signals_section(report)
+    assert '<li data-redirect-type="permanent"><span>permanent</span><b>4</b></li>' in html
+    assert '<li data-redirect-type="temporary"><span>temporary</span><b>2</b></li>' in html
