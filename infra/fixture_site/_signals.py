@@ -70,7 +70,7 @@ SIGNAL_PAGES: tuple[SignalPage, ...] = (
     SignalPage(
         "/idx/googlebot-noindex",
         head='<meta name="googlebot" content="noindex">',
-        expected=(("ALERT_NOINDEX", INDEXABILITY), ("ALERT_SITEMAP_NON_INDEXABLE", INDEXABILITY)),
+        expected=(("ALERT_NOINDEX", INDEXABILITY),),
     ),
     SignalPage("/idx/bingbot-noindex", head='<meta name="bingbot" content="noindex">'),
     SignalPage(
@@ -252,7 +252,44 @@ NOT_LINKED = frozenset(
         "/hl/es-moved",
     }
 )
-SITEMAP_PATHS = ("/", "/idx/target", "/idx/googlebot-noindex", "/hl/sm-a", "/hl/sm-b")
+SITEMAP = "sitemap quality"
+# 7. Sitemap quality: the main sitemap lists non-indexable URLs; two more sitemaps (declared in robots.txt)
+# have lastmod and host problems.
+SITEMAP_PATHS = (
+    "/",
+    "/idx/target",
+    "/idx/googlebot-noindex",
+    "/idx/moved",
+    "/idx/header-canonical",
+    "/sm/gone",
+    "/hl/sm-a",
+    "/hl/sm-b",
+)
+SITEMAP_EXPECTED: tuple[tuple[str, str], ...] = (
+    ("ALERT_SITEMAP_NON_INDEXABLE", "/idx/googlebot-noindex"),
+    ("ALERT_SITEMAP_NON_INDEXABLE", "/idx/moved"),
+    ("ALERT_SITEMAP_NON_INDEXABLE", "/idx/header-canonical"),
+    ("ALERT_SITEMAP_NON_INDEXABLE", "/sm/gone"),
+    ("ALERT_SITEMAP_LASTMOD_UNIFORM", "/sitemap-dates.xml"),
+    ("ALERT_SITEMAP_LASTMOD_FUTURE", "/sitemap-mixed.xml"),
+    ("ALERT_SITEMAP_LASTMOD_INVALID", "/sitemap-mixed.xml"),
+    ("ALERT_SITEMAP_OTHER_HOSTS", "/sitemap-mixed.xml"),
+    ("ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "/sitemap-mixed.xml"),
+)
+# Ten indexable pages, all with the same lastmod; then a future, an unreadable lastmod and another host.
+UNIFORM_PATHS = (
+    "/idx/target",
+    "/idx/bingbot-noindex",
+    "/hl/en",
+    "/hl/de",
+    "/hl/fr",
+    "/hl/es",
+    "/hl/it-main",
+    "/sd/product",
+    "/tr/refreshed",
+    "/tr/http-assets",
+)
+MIXED_ENTRIES = (("/idx/target", "2099-01-01"), ("/hl/en", "yesterday"), ("{other}/idx/target", "2024-05-01"))
 SITEMAP_ALTERNATES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "/hl/sm-a": (("en", "/hl/sm-a"), ("en_US", "/hl/sm-a"), ("de", "/hl/sm-b")),
     "/hl/sm-b": (("en", "/hl/sm-a"), ("de", "/hl/sm-b"), ("x-default", "/hl/sm-a")),
@@ -266,11 +303,22 @@ FAMILY_CODES: Mapping[str, frozenset[str]] = {
             "ALERT_NOINDEX",
             "ALERT_UNAVAILABLE_AFTER",
             "ALERT_NOINDEX_AND_CANONICAL",
-            "ALERT_SITEMAP_NON_INDEXABLE",
             *(f"ALERT_{_C}_{kind}" for kind in _CANONICAL_KINDS),
         }
     ),
     HREFLANG: frozenset(f"{_H}_{kind}" for kind in _HREFLANG_KINDS),
+    SITEMAP: frozenset(
+        {
+            "ALERT_SITEMAP_NON_INDEXABLE",
+            "ALERT_SITEMAP_LASTMOD_FUTURE",
+            "ALERT_SITEMAP_LASTMOD_UNIFORM",
+            "ALERT_SITEMAP_LASTMOD_INVALID",
+            "ALERT_SITEMAP_OTHER_HOSTS",
+            "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE",
+            "ALERT_SITEMAP_TOO_MANY_URLS",
+            "ALERT_SITEMAP_TOO_LARGE",
+        }
+    ),
     STRUCTURED: frozenset({"ALERT_JSONLD_INVALID", "ALERT_JSONLD_NO_CONTEXT", "ALERT_JSONLD_NO_TYPE"}),
     TRANSPORT: frozenset(
         {
@@ -315,6 +363,7 @@ def _expected() -> SignalsExpected:
     for path, expected in REDIRECT_EXPECTED.items():
         for code, family in expected:
             found[family].add((code, path))
+    found[SITEMAP] |= set(SITEMAP_EXPECTED)
     return SignalsExpected({family: frozenset(pairs) for family, pairs in found.items()})
 
 
@@ -356,19 +405,42 @@ def _route(page: SignalPage) -> RouteLike:
     return route
 
 
+def _dated_sitemap(entries: tuple[tuple[str, str], ...]) -> RouteLike:
+    def route(request: Request, ctx: RouteContext) -> Response:
+        del request
+        fill = {"other": ctx.sites.get(SIGNALS_OTHER, ctx.base_url)}
+        urls = "".join(
+            f"<url><loc>{path.format(**fill) if path.startswith('{') else ctx.url(path)}</loc>"
+            f"<lastmod>{lastmod}</lastmod></url>"
+            for path, lastmod in entries
+        )
+        return xml(f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>')
+
+    return route
+
+
+def _robots_route(disallow: str) -> RouteLike:
+    def route(request: Request, ctx: RouteContext) -> Response:
+        del request
+        sitemaps = "".join(
+            f"Sitemap: {ctx.url(p)}\n" for p in ("/sitemap.xml", "/sitemap-dates.xml", "/sitemap-mixed.xml")
+        )
+        return text(f"User-agent: *\n{disallow}Allow: /\n{sitemaps}")
+
+    return route
+
+
 def signals_sites() -> list[SiteSpec]:
     """The signals site and the second host its cross-domain canonical points to."""
     disallow = "".join(f"Disallow: {path}\n" for path in DISALLOWED)
     routes: dict[str, RouteLike] = {
-        "/robots.txt": _robots(disallow),
+        "/robots.txt": _robots_route(disallow),
         "/sitemap.xml": _sitemap,
+        "/sitemap-dates.xml": _dated_sitemap(tuple((path, "2024-05-01") for path in UNIFORM_PATHS)),
+        "/sitemap-mixed.xml": _dated_sitemap(MIXED_ENTRIES),
         "/": _home,
         **{page.path: _route(page) for page in SIGNAL_PAGES},
         **{path: redirect(target, status) for path, (target, status) in REDIRECTS.items()},
     }
     other = SiteSpec(SIGNALS_OTHER, {"/robots.txt": text("User-agent: *\nAllow: /\n")}, ip=SIGNALS_OTHER_IP)
     return [SiteSpec(SIGNALS, routes), other]
-
-
-def _robots(disallow: str) -> Response:
-    return text(f"User-agent: *\n{disallow}Allow: /\n")

@@ -30,6 +30,7 @@ from seolens_core.audit._site import (
     duplicate_values,
     site_findings,
 )
+from seolens_core.audit._sitemap_quality import SitemapQuality, lastmod_epoch, sitemap_quality
 from seolens_core.audit._transport import hsts_ok, redirect_type
 from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, WafSignature, detect_waf
 
@@ -55,6 +56,7 @@ __all__ = [
     "Severity",
     "SignatureKind",
     "SiteAudit",
+    "SitemapQuality",
     "UnknownFindingError",
     "WafMatch",
     "WafSignature",
@@ -67,8 +69,10 @@ __all__ = [
     "hreflang_problem",
     "hsts_ok",
     "indexability",
+    "lastmod_epoch",
     "make_finding",
     "pair_lang",
     "redirect_type",
     "site_findings",
+    "sitemap_quality",
 ]

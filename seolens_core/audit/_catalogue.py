@@ -94,6 +94,10 @@ class FindingCode(enum.StrEnum):
     HTTPS_REDIRECT_MISSING = "ALERT_HTTPS_REDIRECT_MISSING"
     MIXED_CONTENT = "ALERT_MIXED_CONTENT"
     HSTS_MISSING = "ALERT_HSTS_MISSING"
+    SITEMAP_LASTMOD_FUTURE = "ALERT_SITEMAP_LASTMOD_FUTURE"
+    SITEMAP_LASTMOD_UNIFORM = "ALERT_SITEMAP_LASTMOD_UNIFORM"
+    SITEMAP_LASTMOD_INVALID = "ALERT_SITEMAP_LASTMOD_INVALID"
+    SITEMAP_OTHER_HOSTS = "ALERT_SITEMAP_OTHER_HOSTS"
 
 
 _CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
@@ -284,6 +288,19 @@ _BUILTIN = (
     (F.HSTS_MISSING, S.NOTICE, C.SECURITY, "HSTS missing",
      "The host's https pages send no Strict-Transport-Security header with a positive max-age; add one so "
      "browsers never try http first.", False),
+    # Sitemap quality (issue 47)
+    (F.SITEMAP_LASTMOD_FUTURE, S.WARNING, C.SITEMAP, "Sitemap lastmod in the future",
+     "Search engines stop trusting lastmod values that cannot be true; write the page's real last "
+     "modification time.", False),
+    (F.SITEMAP_LASTMOD_UNIFORM, S.NOTICE, C.SITEMAP, "Same lastmod on every sitemap entry",
+     "Every entry has the same lastmod, which looks like the sitemap's generation time; search engines "
+     "then ignore it. Write each page's own modification time.", False),
+    (F.SITEMAP_LASTMOD_INVALID, S.NOTICE, C.SITEMAP, "Invalid sitemap lastmod",
+     "Write lastmod in W3C Datetime format (2024-05-01 or 2024-05-01T10:00:00+00:00); other values are "
+     "ignored.", False),
+    (F.SITEMAP_OTHER_HOSTS, S.WARNING, C.SITEMAP, "Sitemap lists URLs on other hosts",
+     "A sitemap may list only URLs of its own host (unless cross-submitted through that host's robots.txt); "
+     "move the others to a sitemap on their host.", False),
 )  # fmt: skip
 
 CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)

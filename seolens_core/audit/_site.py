@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -227,21 +227,24 @@ def _redirect_paths(redirects: Mapping[str, str], catalogue: Catalogue) -> Itera
             )
 
 
-def _sitemap_reason(row: PageRow) -> str | None:
+def _sitemap_reason(row: PageRow) -> tuple[str, str, str | None] | None:
+    """Why a sitemap URL should not be listed: (kind, detail, related URL), or None when it is fine."""
     if row.robots_disallowed:
-        return "blocked by robots.txt"
+        return "blocked by robots.txt", "blocked by robots.txt", None
     if row.waf_provider is not None:
         return None
     if row.error is not None:
-        return f"fetch error: {row.error}"
+        return "fetch error", f"fetch error: {row.error}", None
     if row.redirects:
-        return f"redirects (status {row.status})"
+        to = f" to {row.redirect_to}" if row.redirect_to else ""
+        return "redirect", f"redirects (status {row.status}){to}", row.redirect_to
     if not row.ok:
-        return f"status {row.status}"
+        kind = "server error" if row.status is not None and row.status >= 500 else "client error"
+        return kind, f"status {row.status}", None
     if row.noindex:
-        return "noindex"
+        return "noindex", "noindex", None
     if row.canonicalised:
-        return f"canonicalised to {row.canonical}"
+        return "canonicalised", f"canonicalised to {row.canonical}", row.canonical
     return None
 
 
@@ -312,6 +315,8 @@ class SiteAudit:
         self._hsts: dict[str, list[Any]] = {}  # https host -> [first page, pages without HSTS, any with it]
         self._sitemap = set(sitemap_urls)
         self._sitemap_rows: list[Finding] = []
+        self.sitemap_non_indexable: Counter[str] = Counter()
+        """Non-indexable sitemap URLs by why: redirect, client error, noindex, canonicalised, ..."""
         self._count_links = count_links
         self._counted: defaultdict[str, int] = defaultdict(int)
         self._reported: set[tuple[str, str, str]] = set()
@@ -351,8 +356,10 @@ class SiteAudit:
         if row.is_sitemap_url or row.url in self._sitemap:
             reason = _sitemap_reason(row)
             if reason is not None:
+                kind, detail, related = reason
+                self.sitemap_non_indexable[kind] += 1
                 self._sitemap_rows.append(
-                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, reason, catalogue=self._catalogue)
+                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, detail, related, catalogue=self._catalogue)
                 )
         usable = row.ok and row.internal and row.waf_provider is None
         if usable and row.canonical is not None and row.canonicalised:

@@ -273,6 +273,7 @@ class Reporter:
         links_file: asyncio.Future[str] | None = None
         alerts_spool = work.spool("alerts")
         hreflang = _HreflangPairs()
+        sitemap_non_indexable: dict[str, int] = {}
         try:
             # links.jsonl, assembled (mostly by S3, server side) while the report goes on: waited for at the
             # end, it was the report's last second or two.
@@ -310,6 +311,7 @@ class Reporter:
                         await site_finding(finding)
             for finding in audit.page_findings():
                 await site_finding(finding)
+            sitemap_non_indexable = dict(sorted(audit.sitemap_non_indexable.items()))
 
             # 5. Links: the link rules see the rows linking to a page that can make a finding (a redirect hop
             # is not a link on a page: chains come from the pages' redirect_to). Only those rows are decoded
@@ -406,6 +408,7 @@ class Reporter:
                 "by_redirect_type": dict(sorted(stats.by_redirect_type.items())),
                 "links": int(cursor["links"]),
                 "sitemap_urls": n_sitemap,
+                "sitemap_non_indexable": sitemap_non_indexable,
                 "pending": n_pending,
                 "pending_truncated": more_pending,
                 "stopped": stopped,

@@ -17,6 +17,7 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
+from seolens_core.audit import sitemap_quality
 from seolens_core.crawl._findings import ALERT_SITEMAP_NOT_READ
 from seolens_core.crawl._links import CrawlScope
 from seolens_core.crawl._pacing import PacedFetch, paced_fetch
@@ -291,6 +292,8 @@ class Seeder:
         entries.extend(result.tail)
         for finding in result.findings:
             cursor["findings"].append({"url": url, "code": finding.code, "detail": finding.detail})
+        for code, detail in sitemap_quality(target.url, entries, self.s.clock()):
+            cursor["findings"].append({"url": url, "code": code, "detail": detail})
         rows: list[dict[str, Any]] = []
         outside = 0
         for entry in entries:

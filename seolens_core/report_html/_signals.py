@@ -26,7 +26,6 @@ SIGNAL_LINES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("ALERT_CANONICAL_NON_200", "canonical to a redirect or an error"),
             ("ALERT_CANONICAL_TO_NOINDEX", "canonical to a noindex page"),
             ("ALERT_CANONICAL_CHAIN", "canonical chain"),
-            ("ALERT_SITEMAP_NON_INDEXABLE", "non-indexable URL in a sitemap"),
         ),
     ),
     (
@@ -58,6 +57,22 @@ SIGNAL_LINES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("ALERT_REDIRECT_TEMPORARY", "temporary redirect (302, 303, 307)"),
             ("ALERT_META_REFRESH", "instant meta refresh"),
             ("ALERT_META_REFRESH_DELAYED", "delayed meta refresh"),
+        ),
+    ),
+    (
+        "Sitemap quality",
+        (
+            (
+                "ALERT_SITEMAP_NON_INDEXABLE",
+                "non-indexable URL listed (redirect, 4xx/5xx, noindex, canonicalised)",
+            ),
+            ("ALERT_SITEMAP_LASTMOD_FUTURE", "lastmod in the future"),
+            ("ALERT_SITEMAP_LASTMOD_UNIFORM", "the same lastmod on every entry"),
+            ("ALERT_SITEMAP_LASTMOD_INVALID", "lastmod not in W3C Datetime format"),
+            ("ALERT_SITEMAP_OTHER_HOSTS", "URLs on other hosts than the sitemap's"),
+            ("ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "URLs outside the crawl"),
+            ("ALERT_SITEMAP_TOO_MANY_URLS", "over 50,000 URLs"),
+            ("ALERT_SITEMAP_TOO_LARGE", "over 50 MB"),
         ),
     ),
 )
@@ -151,5 +166,7 @@ def signals_section(report: Mapping[str, Any]) -> str:
         )
         if family == "hreflang":
             parts.append(_matrix(report.get("hreflang_matrix")))
+        if family == "Sitemap quality":
+            parts.append(_counts(summary, "sitemap_non_indexable", "Non-indexable sitemap URLs by reason"))
     parts.append("</section>")
     return "".join(parts)

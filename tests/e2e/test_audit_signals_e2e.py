@@ -137,3 +137,20 @@ def test_redirect_kinds_and_meta_refresh_followed_as_a_redirect(signals_crawl: d
     assert pages["/tr/refreshed"]["status"] == 200  # reached through the refresh only
     assert pages["/tr/refreshed"]["inlinks"] == 2  # the two refreshes are redirect hops to it
     assert pages["/tr/http-assets"]["http_subresources"] == 1  # counted, but no finding on an http site
+
+
+def test_sitemap_quality_details_and_reasons(signals_crawl: dict[str, Any]) -> None:
+    base = signals_crawl["base"]
+    details = {(r["code"], r["url"].removeprefix(base)): r["detail"] for r in signals_crawl["findings"]}
+    assert (
+        details[("ALERT_SITEMAP_LASTMOD_UNIFORM", "/sitemap-dates.xml")]
+        == "all 10 entries have lastmod 2024-05-01"
+    )
+    assert details[("ALERT_SITEMAP_LASTMOD_FUTURE", "/sitemap-mixed.xml")].startswith("1 of 3 entries")
+    assert "1 of 3 URLs on other hosts" in details[("ALERT_SITEMAP_OTHER_HOSTS", "/sitemap-mixed.xml")]
+    assert (
+        details[("ALERT_SITEMAP_NON_INDEXABLE", "/idx/moved")]
+        == f"redirects (status 301) to {base}/idx/target"
+    )
+    reasons = signals_crawl["report"]["summary"]["sitemap_non_indexable"]
+    assert reasons == {"canonicalised": 1, "client error": 1, "noindex": 1, "redirect": 1}

@@ -171,8 +171,8 @@ def test_sitemap_non_indexable_and_orphans() -> None:
     assert found == [
         ("ALERT_SITEMAP_NON_INDEXABLE", "/noindex", None),
         ("ALERT_SITEMAP_NON_INDEXABLE", "/missing", None),
-        ("ALERT_SITEMAP_NON_INDEXABLE", "/redirect", None),
-        ("ALERT_SITEMAP_NON_INDEXABLE", "/canon", None),
+        ("ALERT_SITEMAP_NON_INDEXABLE", "/redirect", "/linked"),
+        ("ALERT_SITEMAP_NON_INDEXABLE", "/canon", "/linked"),
         ("ALERT_SITEMAP_NON_INDEXABLE", "/robots", None),
         ("ALERT_GRAPH_ORPHAN_PAGE", "/", None),
         ("ALERT_GRAPH_ORPHAN_PAGE", "/orphan", None),

@@ -61,3 +61,13 @@ def test_redirects_by_type() -> None:
     html = signals_section(report)
     assert '<li data-redirect-type="permanent"><span>permanent</span><b>4</b></li>' in html
     assert '<li data-redirect-type="temporary"><span>temporary</span><b>2</b></li>' in html
+
+
+def test_sitemap_quality_lines_and_reasons() -> None:
+    report = {
+        "findings_by_code": {"ALERT_SITEMAP_LASTMOD_FUTURE": 1},
+        "summary": {"sitemap_non_indexable": {"redirect": 3, "noindex": 1}},
+    }
+    html = signals_section(report)
+    assert _line_count(html, "ALERT_SITEMAP_LASTMOD_FUTURE") == 1
+    assert '<li data-sitemap-non-indexable="redirect"><span>redirect</span><b>3</b></li>' in html
