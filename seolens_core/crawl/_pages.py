@@ -26,6 +26,8 @@ from seolens_core.urls import NormalizedURL
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 HTML_PARSE_CAP = 2 * 1024 * 1024
+MAX_ALTERNATES = 256
+"""hreflang alternates kept per page (as per sitemap entry): a site has at most a few hundred versions."""
 
 
 def dead_letter_row(msg: FrontierMessage) -> dict[str, Any]:
@@ -262,7 +264,7 @@ def _alternates(
     for base, pairs in ((html_base, facts.hreflang), (url, facts.header_hreflang)):
         for lang, href in pairs:
             target = scope.normalize(href, base)
-            if target is not None and (lang, target.url) not in seen:
+            if target is not None and (lang, target.url) not in seen and len(found) < MAX_ALTERNATES:
                 seen.add((lang, target.url))
                 found.append((lang, target))
     if found:

@@ -14,11 +14,12 @@ from seolens_core.html._facts import (
     robots_directives,
     unavailable_after,
 )
-from seolens_core.html._link_header import HeaderLink, parse_link_header
+from seolens_core.html._link_header import MAX_HEADER_LINKS, HeaderLink, parse_link_header
 from seolens_core.html._refresh import Refresh, parse_refresh
 
 __all__ = [
     "MULTI_VALUE_SEP",
+    "MAX_HEADER_LINKS",
     "HeaderLink",
     "OpenGraph",
     "PageFacts",

@@ -37,6 +37,7 @@ _RESOURCE_ATTR = {
 }
 _RESOURCE_RELS = frozenset({"stylesheet", "icon", "preload", "modulepreload", "manifest"})
 MAX_RESOURCE_EXAMPLES = 5
+MAX_REFRESH_CHARS = 4096  # a refresh URL longer than a URL can be is kept cut
 _JSONLD_MEDIA_TYPE = "application/ld+json"
 _EMPTY_HEADERS: Mapping[str, str] = {}
 # Robots meta tags named after one crawler; the audit applies those of ROBOTS_AGENTS (googlebot, seolens).
@@ -212,7 +213,7 @@ def extract_page(
             elif name in AGENT_META_NAMES and content:
                 meta_agents.append((name, content.strip()))
             if meta_refresh is None and (attrs.get("http-equiv") or "").strip().lower() == "refresh":
-                meta_refresh = (content or "").strip()
+                meta_refresh = (content or "").strip()[:MAX_REFRESH_CHARS]
             prop = (attrs.get("property") or name).strip().lower()
             if prop.startswith("og:") and content is not None and prop not in og:
                 og[prop] = content.strip()
@@ -272,7 +273,9 @@ def extract_page(
             image=og.get("og:image"),
             type=og.get("og:type"),
         ),
-        meta_refresh=meta_refresh if meta_refresh is not None else header_value(headers, "refresh"),
+        meta_refresh=meta_refresh
+        if meta_refresh is not None
+        else (header_value(headers, "refresh") or "")[:MAX_REFRESH_CHARS] or None,
         hsts=header_value(headers, "strict-transport-security"),
         http_subresources=len(insecure),
         http_subresource_examples=tuple(insecure[:MAX_RESOURCE_EXAMPLES]),

@@ -117,3 +117,9 @@ def test_https_start_urls_get_an_http_probe_on_the_default_port_only() -> None:
     )
     probes = https_probes(CrawlScope.from_settings(settings, 0.0))
     assert [u.url for u in probes] == ["http://example.com/", "http://example.com/shop"]
+
+
+def test_a_page_with_thousands_of_alternates_keeps_the_first_256() -> None:
+    links = "".join(f'<link rel="alternate" hreflang="x{i}" href="/v{i}">' for i in range(3_000))
+    row = fetched("/many", f"<html><head>{links}</head><body>x</body></html>".encode(), "text/html")
+    assert len(row["hreflang"]) == 256 and row["hreflang"][0] == ["x0", SITE + "/v0"]

@@ -90,3 +90,20 @@ def test_a_pdf_carries_its_robots_and_canonical_in_headers() -> None:
     assert facts == non_html_facts(URL, headers)
     assert not facts.is_html and facts.noindex
     assert facts.canonical == "https://example.com/doc.html"
+
+
+def test_hostile_headers_and_markup_stay_bounded() -> None:
+    from seolens_core.html import MAX_HEADER_LINKS
+
+    link = ", ".join(f'</p{i}>; rel="alternate"; hreflang="x{i}"' for i in range(5_000))
+    refresh = "0; url=" + "a" * 100_000
+    deep = "[" * 50_000
+    body = (
+        f'<meta http-equiv="refresh" content="{refresh}"><script type="application/ld+json">{deep}</script>'
+        + '<img src="http://x/a.png" alt="">' * 2_000
+    )
+    facts = extract_page(body.encode(), url=URL, content_type="text/html", headers={"Link": link})
+    assert len(facts.header_hreflang) == MAX_HEADER_LINKS
+    assert facts.jsonld_blocks == 1 and len(facts.jsonld_invalid) == 1
+    assert facts.http_subresources == 2_000 and len(facts.http_subresource_examples) == 5
+    assert facts.meta_refresh is not None and len(facts.meta_refresh) == 4096
