@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from infra.fixture_site._http import Request, Response
 from infra.fixture_site._routes import RouteContext, RouteLike, data, html, redirect, text, xml
 from infra.fixture_site._server import SiteSpec
+from seolens_core.report_html._signals import SIGNAL_LINES
 
 SIGNALS = "signals"
 SIGNALS_OTHER = "signals-other"
@@ -54,7 +55,7 @@ class SignalPage:
         return html(page, self.status, headers)
 
 
-INDEXABILITY = "indexability"
+INDEXABILITY = "Indexability"
 _C = "CANONICAL"
 
 SIGNAL_PAGES: tuple[SignalPage, ...] = (
@@ -174,7 +175,7 @@ SIGNAL_PAGES += (
     SignalPage("/hl/sm-a", expected=((f"{_H}_INVALID_CODE", HREFLANG), (f"{_H}_NO_X_DEFAULT", HREFLANG))),
     SignalPage("/hl/sm-b"),
 )
-STRUCTURED = "structured data"
+STRUCTURED = "Structured data"
 _LD = '<script type="application/ld+json">{{{{{}}}}}</script>'
 _CONTEXT = '"@context": "https://schema.org", '
 
@@ -200,7 +201,7 @@ SIGNAL_PAGES += (
         expected=(("ALERT_JSONLD_NO_TYPE", STRUCTURED),),
     ),
 )
-TRANSPORT = "transport"
+TRANSPORT = "Security and transport"
 
 SIGNAL_PAGES += (
     # 4. Transport (the site is plain http: no https finding may fire) and redirect kinds.
@@ -252,7 +253,7 @@ NOT_LINKED = frozenset(
         "/hl/es-moved",
     }
 )
-SITEMAP = "sitemap quality"
+SITEMAP = "Sitemap quality"
 # 7. Sitemap quality: the main sitemap lists non-indexable URLs; two more sitemaps (declared in robots.txt)
 # have lastmod and host problems.
 SITEMAP_PATHS = (
@@ -294,43 +295,10 @@ SITEMAP_ALTERNATES: Mapping[str, tuple[tuple[str, str], ...]] = {
     "/hl/sm-a": (("en", "/hl/sm-a"), ("en_US", "/hl/sm-a"), ("de", "/hl/sm-b")),
     "/hl/sm-b": (("en", "/hl/sm-a"), ("de", "/hl/sm-b"), ("x-default", "/hl/sm-a")),
 }
-_CANONICAL_KINDS = ("ELSEWHERE", "MULTIPLE", "RELATIVE", "CROSS_DOMAIN", "NON_200", "TO_NOINDEX", "CHAIN")
-_HREFLANG_KINDS = ("INVALID_CODE", "NO_SELF", "NO_X_DEFAULT", "NO_RETURN", "TO_NON_200", "TO_NON_CANONICAL")
-# Every code of each family: a family's findings on this site must be exactly the declared ones.
+# Every code of each family (report.html's lines of it): a family's findings on this site must be exactly the
+# declared ones.
 FAMILY_CODES: Mapping[str, frozenset[str]] = {
-    INDEXABILITY: frozenset(
-        {
-            "ALERT_NOINDEX",
-            "ALERT_UNAVAILABLE_AFTER",
-            "ALERT_NOINDEX_AND_CANONICAL",
-            *(f"ALERT_{_C}_{kind}" for kind in _CANONICAL_KINDS),
-        }
-    ),
-    HREFLANG: frozenset(f"{_H}_{kind}" for kind in _HREFLANG_KINDS),
-    SITEMAP: frozenset(
-        {
-            "ALERT_SITEMAP_NON_INDEXABLE",
-            "ALERT_SITEMAP_LASTMOD_FUTURE",
-            "ALERT_SITEMAP_LASTMOD_UNIFORM",
-            "ALERT_SITEMAP_LASTMOD_INVALID",
-            "ALERT_SITEMAP_OTHER_HOSTS",
-            "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE",
-            "ALERT_SITEMAP_TOO_MANY_URLS",
-            "ALERT_SITEMAP_TOO_LARGE",
-        }
-    ),
-    STRUCTURED: frozenset({"ALERT_JSONLD_INVALID", "ALERT_JSONLD_NO_CONTEXT", "ALERT_JSONLD_NO_TYPE"}),
-    TRANSPORT: frozenset(
-        {
-            "ALERT_REDIRECT_TEMPORARY",
-            "ALERT_META_REFRESH",
-            "ALERT_META_REFRESH_DELAYED",
-            "ALERT_HTTP_PAGE_ON_HTTPS_SITE",
-            "ALERT_HTTPS_REDIRECT_MISSING",
-            "ALERT_MIXED_CONTENT",
-            "ALERT_HSTS_MISSING",
-        }
-    ),
+    family: frozenset(code for code, _ in lines) for family, lines in SIGNAL_LINES
 }
 # Indexability of some rows: (indexability, indexability_status) by path.
 INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
@@ -346,6 +314,7 @@ INDEXABILITY_OF: Mapping[str, tuple[str | None, str | None]] = {
     "/tr/perm308": ("non-indexable", "redirected"),
 }
 FAMILIES = tuple(FAMILY_CODES)
+assert set(FAMILIES) == {INDEXABILITY, HREFLANG, STRUCTURED, TRANSPORT, SITEMAP}
 
 
 @dataclass(frozen=True)

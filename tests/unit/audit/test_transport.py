@@ -15,16 +15,12 @@ from seolens_core.audit import (
     site_findings,
 )
 from seolens_core.html import extract_page, parse_refresh
+from seolens_core.report_html._signals import SIGNAL_LINES
 
 HTTPS = "https://example.com/page"
 HTTP = "http://example.com/page"
 TRANSPORT = {
-    "ALERT_REDIRECT_TEMPORARY",
-    "ALERT_META_REFRESH",
-    "ALERT_META_REFRESH_DELAYED",
-    "ALERT_HTTP_PAGE_ON_HTTPS_SITE",
-    "ALERT_HTTPS_REDIRECT_MISSING",
-    "ALERT_MIXED_CONTENT",
+    code for family, lines in SIGNAL_LINES if family == "Security and transport" for code, _ in lines
 }
 
 
