@@ -18,8 +18,8 @@ from seolens_core.html._link_header import MAX_HEADER_LINKS, HeaderLink, parse_l
 from seolens_core.html._refresh import Refresh, parse_refresh
 
 __all__ = [
-    "MULTI_VALUE_SEP",
     "MAX_HEADER_LINKS",
+    "MULTI_VALUE_SEP",
     "HeaderLink",
     "OpenGraph",
     "PageFacts",
