@@ -194,10 +194,12 @@ def extract_page(
                 )
             )
         elif tag in _RESOURCE_ATTR and tag != "script":
-            if tag == "img" and "alt" not in node.attributes:
+            attrs = node.attributes  # a new dict on each access: read once
+            if tag == "img" and "alt" not in attrs:
                 images_without_alt += 1
-            if _insecure(node.attributes.get(_RESOURCE_ATTR[tag])):
-                insecure.append(_attr(node, _RESOURCE_ATTR[tag]) or "")
+            source = attrs.get(_RESOURCE_ATTR[tag])
+            if _insecure(source):
+                insecure.append((source or "").strip())
         elif tag == "h1":
             h1.append(_squash(node.text(separator=" ")))
         elif tag == "h2":
@@ -236,9 +238,10 @@ def extract_page(
             if base_href is None:
                 base_href = _attr(node, "href")
         elif tag == "script":
-            if _insecure(node.attributes.get("src")):
-                insecure.append(_attr(node, "src") or "")
-            kind = (node.attributes.get("type") or "").split(";", 1)[0].strip().lower()
+            attrs = node.attributes
+            if _insecure(attrs.get("src")):
+                insecure.append((attrs.get("src") or "").strip())
+            kind = (attrs.get("type") or "").split(";", 1)[0].strip().lower()
             if kind == _JSONLD_MEDIA_TYPE:
                 jsonld.append(read_block(node.text()))
 
