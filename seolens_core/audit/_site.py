@@ -283,10 +283,11 @@ class SiteAudit:
     the link's finding, if any; a (source, target, code) is reported once), then `orphans(inlinks)`.
     Pages can also be pushed one at a time (`add_page`, in the order their findings should come out).
     Held: a summary of each page that can make a finding as a target (not 2xx, an error, a WAF challenge, a
-    canonical elsewhere, hreflang alternates), 8 bytes (the 64-bit `url_key`) of every other page, the
-    redirects, canonicalised and hreflang pages, the duplicate groups (unless `duplicates=False`: the caller
-    runs `duplicate_values`/`duplicate_groups`/`duplicate_findings` on partitions) and the reported link
-    findings; never links.
+    canonical elsewhere, noindex, hreflang alternates), 8 bytes (the 64-bit `url_key`) of every other page, the
+    redirects, canonicalised and hreflang pages, the findings of non-indexable sitemap URLs and of sitemap
+    hreflang entries, one HSTS summary per https host, the duplicate groups (unless `duplicates=False`: the
+    caller runs `duplicate_values`/`duplicate_groups`/`duplicate_findings` on partitions) and the reported
+    link findings; never links.
     """
 
     def __init__(
