@@ -150,7 +150,9 @@ def signals_section(report: Mapping[str, Any]) -> str:
     summary = report.get("summary")
     parts = ['<section id="signals"><h2>Search engine signals</h2>']
     summary = summary if isinstance(summary, Mapping) else {}
-    parts.append(_counts(summary, "by_indexability", "Indexability", first="indexable"))
+    parts.append(
+        _counts(summary, "by_indexability", "Indexable and non-indexable URLs, by reason", first="indexable")
+    )
     parts.append(
         _counts(summary, "by_redirect_type", "Redirects by type (301/308 permanent, 302/303/307 temporary)")
     )
