@@ -854,6 +854,7 @@ def _not_in_sitemap(row: dict[str, Any]) -> bool:
         and not row.get("noindex")
         and not row.get("waf_provider")
         and row.get("canonical") in (None, url)
+        and row.get("indexability") in (None, "indexable")  # e.g. an instant meta refresh is a redirect
     )
 
 

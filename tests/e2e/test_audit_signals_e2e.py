@@ -154,3 +154,9 @@ def test_sitemap_quality_details_and_reasons(signals_crawl: dict[str, Any]) -> N
     )
     reasons = signals_crawl["report"]["summary"]["sitemap_non_indexable"]
     assert reasons == {"canonicalised": 1, "client error": 1, "noindex": 1, "redirect": 1}
+
+
+def test_an_instant_meta_refresh_is_no_page_missing_from_the_sitemap(signals_crawl: dict[str, Any]) -> None:
+    missing = _found(signals_crawl, {"ALERT_NOT_IN_SITEMAP"})
+    assert ("ALERT_NOT_IN_SITEMAP", "/tr/refresh-delayed") in missing
+    assert ("ALERT_NOT_IN_SITEMAP", "/tr/refresh") not in missing
