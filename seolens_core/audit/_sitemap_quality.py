@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 F = FindingCode
 FUTURE_TOLERANCE_S = 86_400.0
 """A lastmod up to a day ahead is time zones, not the future."""
+EXAMPLE_CHARS = 200
+"""Characters of a URL or value a detail quotes: the seeding keeps its findings in its (bounded) cursor."""
 UNIFORM_MIN_ENTRIES = 10
 """A sitemap needs this many entries, all with the same lastmod, before it is called uniform."""
 _W3C_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
@@ -80,11 +82,11 @@ class SitemapQuality:
         if when is None:
             self._invalid_count += 1
             if len(self._invalid) < 3:
-                self._invalid.append(f"{entry.loc} ({entry.lastmod!r})")
+                self._invalid.append(f"{entry.loc[:EXAMPLE_CHARS]} ({entry.lastmod[:EXAMPLE_CHARS]!r})")
         elif when > self._now + FUTURE_TOLERANCE_S:
             self._future_count += 1
             if len(self._future) < 3:
-                self._future.append(f"{entry.loc} ({entry.lastmod})")
+                self._future.append(f"{entry.loc[:EXAMPLE_CHARS]} ({entry.lastmod[:EXAMPLE_CHARS]})")
 
     def findings(self) -> Iterator[tuple[str, str]]:
         """(code, detail) of the document, once all its entries were added."""
@@ -97,11 +99,11 @@ class SitemapQuality:
         if self._dated == self.entries >= UNIFORM_MIN_ENTRIES and len(self._lastmods) == 1:
             yield (
                 F.SITEMAP_LASTMOD_UNIFORM,
-                f"all {self.entries} entries have lastmod {next(iter(self._lastmods))}",
+                f"all {self.entries} entries have lastmod {next(iter(self._lastmods))[:EXAMPLE_CHARS]}",
             )
         if self._other_hosts:
             count = sum(self._other_hosts.values())
-            hosts = ", ".join(sorted(self._other_hosts)[:5])
+            hosts = ", ".join(host[:EXAMPLE_CHARS] for host in sorted(self._other_hosts)[:5])
             yield (
                 F.SITEMAP_OTHER_HOSTS,
                 f"{count} of {self.entries} URLs on other hosts than {self._host}: {hosts}",

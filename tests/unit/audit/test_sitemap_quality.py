@@ -114,3 +114,9 @@ def test_protocol_limits_at_their_defaults() -> None:
     for _ in range(51):
         parser.feed(chunk)
     assert parser.close().has(ALERT_SITEMAP_TOO_LARGE)
+
+
+def test_details_quote_at_most_200_characters_of_a_url() -> None:
+    long = entry("/" + "a" * 2_000, "2099-01-01")
+    [(code, detail)] = sitemap_quality(SITEMAP, [long], NOW)
+    assert code == "ALERT_SITEMAP_LASTMOD_FUTURE" and len(detail) < 260
