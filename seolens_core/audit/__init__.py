@@ -14,6 +14,9 @@ from seolens_core.audit._catalogue import (
     UnknownFindingError,
     make_finding,
 )
+from seolens_core.audit._hreflang import PAIR_CODES as HREFLANG_PAIR_CODES
+from seolens_core.audit._hreflang import hreflang_problem, pair_lang
+from seolens_core.audit._indexability import INDEXABLE, NON_INDEXABLE, expired, indexability
 from seolens_core.audit._page import FetchFacts, audit_page
 from seolens_core.audit._settings import WAF_BLOCK_STATUSES, AuditSettings
 from seolens_core.audit._site import (
@@ -27,11 +30,16 @@ from seolens_core.audit._site import (
     duplicate_values,
     site_findings,
 )
+from seolens_core.audit._sitemap_quality import SitemapQuality, lastmod_epoch, sitemap_quality
+from seolens_core.audit._transport import hsts_ok, redirect_type
 from seolens_core.audit._waf import WAF_SIGNATURES, SignatureKind, WafMatch, WafSignature, detect_waf
 
 __all__ = [
     "CATALOGUE",
     "DUPLICATE_KINDS",
+    "HREFLANG_PAIR_CODES",
+    "INDEXABLE",
+    "NON_INDEXABLE",
     "UNATTEMPTED_OUTCOMES",
     "WAF_BLOCK_STATUSES",
     "WAF_SIGNATURES",
@@ -48,6 +56,7 @@ __all__ = [
     "Severity",
     "SignatureKind",
     "SiteAudit",
+    "SitemapQuality",
     "UnknownFindingError",
     "WafMatch",
     "WafSignature",
@@ -56,6 +65,14 @@ __all__ = [
     "duplicate_findings",
     "duplicate_groups",
     "duplicate_values",
+    "expired",
+    "hreflang_problem",
+    "hsts_ok",
+    "indexability",
+    "lastmod_epoch",
     "make_finding",
+    "pair_lang",
+    "redirect_type",
     "site_findings",
+    "sitemap_quality",
 ]

@@ -30,6 +30,8 @@ class Category(enum.StrEnum):
     SITEMAP = "sitemap"
     ACCESS = "access"
     CRAWL = "crawl"
+    STRUCTURED_DATA = "structured_data"
+    SECURITY = "security"
 
 
 class FindingCode(enum.StrEnum):
@@ -70,6 +72,32 @@ class FindingCode(enum.StrEnum):
     HTTP_5XX = "ALERT_HTTP_5XX"
     FETCH_ERROR = "ALERT_FETCH_ERROR"
     ROBOTS_DISALLOWED = "ALERT_ROBOTS_DISALLOWED"
+    # Signals search engines read (issue 47, items 1-4 and 7), one family after the other.
+    CANONICAL_MULTIPLE = "ALERT_CANONICAL_MULTIPLE"
+    CANONICAL_RELATIVE = "ALERT_CANONICAL_RELATIVE"
+    CANONICAL_CROSS_DOMAIN = "ALERT_CANONICAL_CROSS_DOMAIN"
+    CANONICAL_TO_NOINDEX = "ALERT_CANONICAL_TO_NOINDEX"
+    NOINDEX_AND_CANONICAL = "ALERT_NOINDEX_AND_CANONICAL"
+    UNAVAILABLE_AFTER = "ALERT_UNAVAILABLE_AFTER"
+    HREFLANG_INVALID_CODE = "ALERT_HREFLANG_INVALID_CODE"
+    HREFLANG_NO_SELF = "ALERT_HREFLANG_NO_SELF"
+    HREFLANG_NO_X_DEFAULT = "ALERT_HREFLANG_NO_X_DEFAULT"
+    HREFLANG_TO_NON_200 = "ALERT_HREFLANG_TO_NON_200"
+    HREFLANG_TO_NON_CANONICAL = "ALERT_HREFLANG_TO_NON_CANONICAL"
+    JSONLD_INVALID = "ALERT_JSONLD_INVALID"
+    JSONLD_NO_CONTEXT = "ALERT_JSONLD_NO_CONTEXT"
+    JSONLD_NO_TYPE = "ALERT_JSONLD_NO_TYPE"
+    REDIRECT_TEMPORARY = "ALERT_REDIRECT_TEMPORARY"
+    META_REFRESH = "ALERT_META_REFRESH"
+    META_REFRESH_DELAYED = "ALERT_META_REFRESH_DELAYED"
+    HTTP_PAGE_ON_HTTPS_SITE = "ALERT_HTTP_PAGE_ON_HTTPS_SITE"
+    HTTPS_REDIRECT_MISSING = "ALERT_HTTPS_REDIRECT_MISSING"
+    MIXED_CONTENT = "ALERT_MIXED_CONTENT"
+    HSTS_MISSING = "ALERT_HSTS_MISSING"
+    SITEMAP_LASTMOD_FUTURE = "ALERT_SITEMAP_LASTMOD_FUTURE"
+    SITEMAP_LASTMOD_UNIFORM = "ALERT_SITEMAP_LASTMOD_UNIFORM"
+    SITEMAP_LASTMOD_INVALID = "ALERT_SITEMAP_LASTMOD_INVALID"
+    SITEMAP_OTHER_HOSTS = "ALERT_SITEMAP_OTHER_HOSTS"
 
 
 _CODE_SHAPE = re.compile(r"ALERT_[A-Z0-9]+(?:_[A-Z0-9]+)*")
@@ -202,6 +230,77 @@ _BUILTIN = (
      "No HTTP answer (DNS, connection, TLS or timeout); check the host is reachable.", False),
     (F.ROBOTS_DISALLOWED, S.INFO, C.CRAWL, "Blocked by robots.txt",
      "robots.txt disallows this URL for our crawler, so it was not fetched.", False),
+    # Indexability (issue 47)
+    (F.CANONICAL_MULTIPLE, S.WARNING, C.INDEXABILITY, "Several different canonicals",
+     "The page declares more than one canonical URL (HTML and/or Link header); search engines then ignore "
+     "them all. Keep one.", True),
+    (F.CANONICAL_RELATIVE, S.NOTICE, C.INDEXABILITY, "Relative canonical URL",
+     "Write the canonical as an absolute URL (scheme and host): a relative one breaks on mirrors, "
+     "staging hosts and scrapers.", True),
+    (F.CANONICAL_CROSS_DOMAIN, S.NOTICE, C.INDEXABILITY, "Canonical to another host",
+     "The canonical points to another host; check that the other site is meant to rank instead of this "
+     "one.", True),
+    (F.CANONICAL_TO_NOINDEX, S.WARNING, C.INDEXABILITY, "Canonical target is noindex",
+     "The canonical URL asks not to be indexed, so neither page may be; point the canonical to an "
+     "indexable page.", True),
+    (F.NOINDEX_AND_CANONICAL, S.WARNING, C.INDEXABILITY, "Noindex with a canonical elsewhere",
+     "Noindex and a canonical to another URL are opposite signals; use the canonical alone to consolidate, "
+     "or noindex alone to drop the page.", True),
+    (F.UNAVAILABLE_AFTER, S.NOTICE, C.INDEXABILITY, "Scheduled removal (unavailable_after)",
+     "The page asks to leave search results after a date; check it is intended and the date is valid. "
+     "Once it has passed the page counts as noindex.", True),
+    # hreflang (issue 47)
+    (F.HREFLANG_INVALID_CODE, S.WARNING, C.INTERNATIONAL, "Invalid hreflang code",
+     "Search engines ignore this annotation: use x-default or an ISO 639-1 language, optionally with an "
+     "ISO 3166-1 alpha-2 region (en-GB, not en-UK or en_GB).", True),
+    (F.HREFLANG_NO_SELF, S.WARNING, C.INTERNATIONAL, "Hreflang without self-reference",
+     "Each language version must list itself among its alternates as well as the others.", True),
+    (F.HREFLANG_NO_X_DEFAULT, S.NOTICE, C.INTERNATIONAL, "Hreflang without x-default",
+     "Add an x-default alternate for visitors whose language no version matches.", True),
+    (F.HREFLANG_TO_NON_200, S.WARNING, C.INTERNATIONAL, "Hreflang to a non-200 URL",
+     "The alternate redirects or errors; point hreflang to the final 200 URL of each version.", True),
+    (F.HREFLANG_TO_NON_CANONICAL, S.WARNING, C.INTERNATIONAL, "Hreflang to a non-canonical URL",
+     "The alternate canonicalises to another URL; hreflang must name canonical URLs only.", True),
+    # Structured data (issue 47)
+    (F.JSONLD_INVALID, S.WARNING, C.STRUCTURED_DATA, "Invalid JSON-LD",
+     "A JSON-LD block does not parse, so search engines ignore all of it; validate it (a trailing comma or "
+     "an unescaped quote is the usual cause).", True),
+    (F.JSONLD_NO_CONTEXT, S.WARNING, C.STRUCTURED_DATA, "JSON-LD without @context",
+     "Add \"@context\": \"https://schema.org\" to each top-level item (or to the object holding @graph).", True),
+    (F.JSONLD_NO_TYPE, S.WARNING, C.STRUCTURED_DATA, "JSON-LD item without @type",
+     "Give each top-level item a schema.org @type; without one it is eligible for no rich result.", True),
+    # Security and transport (issue 47)
+    (F.REDIRECT_TEMPORARY, S.NOTICE, C.REDIRECTS, "Temporary redirect",
+     "A 302, 303 or 307 keeps the old URL in the index; if the move is for good, answer 301 or 308.", False),
+    (F.META_REFRESH, S.NOTICE, C.REDIRECTS, "Meta refresh redirect",
+     "The page redirects with an instant meta refresh; use a server-side 301 (or 308) instead.", True),
+    (F.META_REFRESH_DELAYED, S.WARNING, C.REDIRECTS, "Delayed meta refresh",
+     "A delayed meta refresh is read as a temporary redirect and shows users a page that then moves; "
+     "use a server-side redirect.", True),
+    (F.HTTP_PAGE_ON_HTTPS_SITE, S.WARNING, C.SECURITY, "HTTP page on an HTTPS site",
+     "The page is served over plain http while the site is https; redirect it to its https URL and link "
+     "to that.", True),
+    (F.HTTPS_REDIRECT_MISSING, S.WARNING, C.SECURITY, "No redirect from HTTP to HTTPS",
+     "The http:// URL does not answer with a redirect to https; add a 301 from every http URL to its "
+     "https twin.", True),
+    (F.MIXED_CONTENT, S.WARNING, C.SECURITY, "Mixed content",
+     "The https page loads http:// subresources, which browsers block or flag; load them over https.", True),
+    (F.HSTS_MISSING, S.NOTICE, C.SECURITY, "HSTS missing",
+     "The host's https pages send no Strict-Transport-Security header with a positive max-age; add one so "
+     "browsers never try http first.", False),
+    # Sitemap quality (issue 47)
+    (F.SITEMAP_LASTMOD_FUTURE, S.WARNING, C.SITEMAP, "Sitemap lastmod in the future",
+     "Search engines stop trusting lastmod values that cannot be true; write the page's real last "
+     "modification time.", False),
+    (F.SITEMAP_LASTMOD_UNIFORM, S.NOTICE, C.SITEMAP, "Same lastmod on every sitemap entry",
+     "Every entry has the same lastmod, which looks like the sitemap's generation time; search engines "
+     "then ignore it. Write each page's own modification time.", False),
+    (F.SITEMAP_LASTMOD_INVALID, S.NOTICE, C.SITEMAP, "Invalid sitemap lastmod",
+     "Write lastmod in W3C Datetime format (2024-05-01 or 2024-05-01T10:00:00+00:00); other values are "
+     "ignored.", False),
+    (F.SITEMAP_OTHER_HOSTS, S.WARNING, C.SITEMAP, "Sitemap lists URLs on other hosts",
+     "A sitemap may list only URLs of its own host (unless cross-submitted through that host's robots.txt); "
+     "move the others to a sitemap on their host.", False),
 )  # fmt: skip
 
 CATALOGUE = Catalogue(FindingDef(c.value, s, cat, t, a, w) for c, s, cat, t, a, w in _BUILTIN)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag
 
 from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
+from seolens_core.audit._hreflang import alternate_signals, page_alternates
+from seolens_core.audit._indexability import canonical_signals, canonical_targets, expired, robots_signals
 from seolens_core.audit._settings import AuditSettings
+from seolens_core.audit._structured import structured_data_signals
+from seolens_core.audit._transport import transport_signals
 from seolens_core.audit._waf import WafMatch
 from seolens_core.html import PageFacts
 
@@ -30,6 +35,9 @@ class FetchFacts:
     size: int = 0
     content_type: str | None = None
     error: str | None = None
+    redirect_to: str | None = None
+    """The normalized Location of a 3xx answer; `refresh_to` the normalized target of a meta refresh."""
+    refresh_to: str | None = None
 
 
 def _redirect_findings(fetch: FetchFacts, catalogue: Catalogue) -> list[Finding]:
@@ -47,18 +55,46 @@ def _redirect_findings(fetch: FetchFacts, catalogue: Catalogue) -> list[Finding]
 
 def _resolved_canonical(facts: PageFacts) -> str | None:
     """Fallback resolution when the caller gives no normalized canonical: RFC 3986 join, no fragment."""
-    if facts.canonical is None:
-        return None
-    base = urljoin(facts.url, facts.base_href) if facts.base_href else facts.url
-    try:
-        return urldefrag(urljoin(base, facts.canonical)).url
-    except ValueError:
-        return None
+    targets = canonical_targets(facts)
+    return targets[0] if targets else None
 
 
-def _content_findings(
-    facts: PageFacts, settings: AuditSettings, canonical_url: str | None, catalogue: Catalogue
+def _indexability_findings(
+    facts: PageFacts, canonical_url: str | None, now: float | None, catalogue: Catalogue
 ) -> list[Finding]:
+    """Canonical and robots signals of a 2xx answer, HTML or not (a PDF has them in its headers)."""
+    url = facts.url
+    out: list[Finding] = []
+    if facts.noindex or expired(facts, now):
+        detail = ", ".join(sorted(facts.robots_directives))
+        if expired(facts, now):
+            detail = f"unavailable_after {facts.unavailable_after} has passed" + (
+                f"; {detail}" if detail else ""
+            )
+        out.append(make_finding(F.NOINDEX, url, detail, catalogue=catalogue))
+    canonical = canonical_url if canonical_url is not None else _resolved_canonical(facts)
+    if canonical is not None and canonical != urldefrag(url).url:
+        out.append(make_finding(F.CANONICAL_ELSEWHERE, url, "", canonical, catalogue=catalogue))
+    for code, detail, related in canonical_signals(facts, canonical):
+        out.append(make_finding(code, url, detail, related, catalogue=catalogue))
+    for code, detail in robots_signals(facts, now):
+        out.append(make_finding(code, url, detail, catalogue=catalogue))
+    return out
+
+
+def _hreflang_findings(
+    facts: PageFacts, alternates: Sequence[tuple[str, str]] | None, catalogue: Catalogue
+) -> list[Finding]:
+    """The page's own hreflang annotations (HTML and Link header): codes, self-reference, x-default."""
+    pairs = alternates if alternates is not None else page_alternates(facts)
+    page = urldefrag(facts.url).url
+    return [
+        make_finding(code, facts.url, detail, related, catalogue=catalogue)
+        for code, detail, related in alternate_signals(page, pairs, "HTML")
+    ]
+
+
+def _content_findings(facts: PageFacts, settings: AuditSettings, catalogue: Catalogue) -> list[Finding]:
     url = facts.url
     out: list[Finding] = []
 
@@ -97,10 +133,8 @@ def _content_findings(
         add(F.LINKS_TRUNCATED, f"first {len(facts.links)} links recorded")
     if facts.nofollow:
         add(F.NOFOLLOW_PAGE)
-
-    canonical = canonical_url if canonical_url is not None else _resolved_canonical(facts)
-    if canonical is not None and canonical != urldefrag(url).url:
-        add(F.CANONICAL_ELSEWHERE, "", canonical)
+    for code, detail in structured_data_signals(facts):
+        add(code, detail)
     return out
 
 
@@ -111,14 +145,20 @@ def audit_page(
     *,
     waf: WafMatch | None = None,
     canonical_url: str | None = None,
+    now: float | None = None,
+    hreflang_urls: Sequence[tuple[str, str]] | None = None,
+    https_site: bool = False,
     catalogue: Catalogue = CATALOGUE,
 ) -> list[Finding]:
     """Findings of one page. Findings are reported on `facts.url` (redirect ones on the first hop).
 
-    `canonical_url` is the caller's normalized absolute canonical; without it the raw href is joined
-    against the page URL. Content rules run only on 2xx HTML answers. With `waf` set, the findings
-    marked `waf_suppressed` in the catalogue are dropped (the body is a challenge, not the page) and
-    ALERT_WAF_BOT_CHALLENGE carries the provider's advice as its detail.
+            `canonical_url` is the caller's normalized absolute canonical; without it the raw href is joined
+            against the page URL; `hreflang_urls` likewise holds its normalized (language, URL) alternates. `now`
+        (epoch s, the fetch time) dates `unavailable_after`; `https_site` (the crawl starts on https) makes its
+    http:// URLs findings unless they redirect to https. Canonical and robots
+            rules run on 2xx answers, content rules only on 2xx HTML answers. With `waf` set, the findings
+            marked `waf_suppressed` in the catalogue are dropped (the body is a challenge, not the page) and
+            ALERT_WAF_BOT_CHALLENGE carries the provider's advice as its detail.
     """
     url = facts.url
     if fetch.error is not None:
@@ -135,13 +175,14 @@ def audit_page(
     if fetch.size > settings.large_page_bytes:
         detail = f"{fetch.size} bytes (max {settings.large_page_bytes})"
         out.append(make_finding(F.LARGE_PAGE, url, detail, catalogue=catalogue))
+    for code, detail, related in transport_signals(facts, fetch, https_site):
+        out.append(make_finding(code, url, detail, related, catalogue=catalogue))
     ok = status is not None and 200 <= status < 300
-    if ok and facts.noindex:
-        out.append(
-            make_finding(F.NOINDEX, url, ", ".join(sorted(facts.robots_directives)), catalogue=catalogue)
-        )
+    if ok:
+        out.extend(_indexability_findings(facts, canonical_url, now, catalogue))
+        out.extend(_hreflang_findings(facts, hreflang_urls, catalogue))
     if ok and facts.is_html:
-        out.extend(_content_findings(facts, settings, canonical_url, catalogue))
+        out.extend(_content_findings(facts, settings, catalogue))
     if waf is None:
         return out
     kept = [finding for finding in out if not catalogue.get(finding.code).waf_suppressed]

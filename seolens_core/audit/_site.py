@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from seolens_core.audit._catalogue import CATALOGUE, Catalogue, Finding, FindingCode, make_finding
+from seolens_core.audit._hreflang import alternate_signals, pair_detail
 from seolens_core.audit._settings import AuditSettings
+from seolens_core.audit._transport import hsts_ok
 from seolens_core.urls import url_key
 
 F = FindingCode
@@ -32,7 +35,8 @@ class PageRow:
     """What site rules need of one fetched URL; URLs are normalized absolute.
 
     One row per fetched hop: a redirect answer has `status` 3xx and `redirect_to` (its Location,
-    normalized). `canonical` and `hreflang` hrefs are resolved too. `internal=False` marks an external
+    normalized). `canonical` and `hreflang` hrefs are resolved too; `sitemap_hreflang` are the alternates its
+    sitemap entries list (`xhtml:link`). `internal=False` marks an external
     URL that was only status-checked. `waf_provider` is set when the body was a WAF challenge.
     """
 
@@ -48,10 +52,12 @@ class PageRow:
     canonical: str | None = None
     noindex: bool = False
     hreflang: tuple[tuple[str, str], ...] = ()
+    sitemap_hreflang: tuple[tuple[str, str], ...] = ()
     is_sitemap_url: bool = False
     robots_disallowed: bool = False
     waf_provider: str | None = None
     outcome: str | None = None
+    hsts: str | None = None
 
     @property
     def attempted(self) -> bool:
@@ -75,10 +81,18 @@ class PageRow:
         """A 2xx HTML-or-not page that is not noindex, not canonicalised elsewhere, not a challenge."""
         return self.ok and not self.noindex and not self.canonicalised and self.waf_provider is None
 
+    @property
+    def alternates(self) -> tuple[tuple[str, str], ...]:
+        """hreflang alternates from every source (page, Link header, sitemap), each (language, URL) once."""
+        if not self.sitemap_hreflang:
+            return self.hreflang
+        return tuple(dict.fromkeys((*self.hreflang, *self.sitemap_hreflang)))
+
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> PageRow:
         """Build from a pages.jsonl row (unknown keys ignored; hreflang as [[lang, href], ...])."""
         hreflang = tuple((str(lang), str(href)) for lang, href in row.get("hreflang") or ())
+        sitemap_hreflang = tuple((str(lang), str(href)) for lang, href in row.get("sitemap_hreflang") or ())
         status = row.get("status")
         return cls(
             url=str(row["url"]),
@@ -93,10 +107,12 @@ class PageRow:
             canonical=row.get("canonical"),
             noindex=bool(row.get("noindex", False)),
             hreflang=hreflang,
+            sitemap_hreflang=sitemap_hreflang,
             is_sitemap_url=bool(row.get("is_sitemap_url", False)),
             robots_disallowed=bool(row.get("robots_disallowed", False)),
             waf_provider=row.get("waf_provider"),
             outcome=row.get("outcome"),
+            hsts=row.get("hsts"),
         )
 
 
@@ -122,6 +138,7 @@ class _Target:
     canonical: str | None
     waf: bool
     hreflang_hrefs: frozenset[str]
+    noindex: bool = False
 
 
 _PLAIN = _Target(200, None, None, None, False, frozenset())
@@ -136,6 +153,13 @@ def _can_make_link_finding(target: _Target) -> bool:
 
 def _status_text(target: _Target) -> str:
     return f"fetch error: {target.error}" if target.error is not None else f"status {target.status}"
+
+
+def _target_text(target: _Target) -> str:
+    """`_status_text`, plus where a redirecting target leads."""
+    if target.redirect_to is not None and target.error is None:
+        return f"{_status_text(target)}, redirects to {target.redirect_to}"
+    return _status_text(target)
 
 
 # The duplicate rules: (kind, finding code, what the pages share), in the order their findings are emitted.
@@ -203,21 +227,24 @@ def _redirect_paths(redirects: Mapping[str, str], catalogue: Catalogue) -> Itera
             )
 
 
-def _sitemap_reason(row: PageRow) -> str | None:
+def _sitemap_reason(row: PageRow) -> tuple[str, str, str | None] | None:
+    """Why a sitemap URL should not be listed: (kind, detail, related URL), or None when it is fine."""
     if row.robots_disallowed:
-        return "blocked by robots.txt"
+        return "blocked by robots.txt", "blocked by robots.txt", None
     if row.waf_provider is not None:
         return None
     if row.error is not None:
-        return f"fetch error: {row.error}"
+        return "fetch error", f"fetch error: {row.error}", None
     if row.redirects:
-        return f"redirects (status {row.status})"
+        to = f" to {row.redirect_to}" if row.redirect_to else ""
+        return "redirect", f"redirects (status {row.status}){to}", row.redirect_to
     if not row.ok:
-        return f"status {row.status}"
+        kind = "server error" if row.status is not None and row.status >= 500 else "client error"
+        return kind, f"status {row.status}", None
     if row.noindex:
-        return "noindex"
+        return "noindex", "noindex", None
     if row.canonicalised:
-        return f"canonicalised to {row.canonical}"
+        return "canonicalised", f"canonicalised to {row.canonical}", row.canonical
     return None
 
 
@@ -256,10 +283,11 @@ class SiteAudit:
     the link's finding, if any; a (source, target, code) is reported once), then `orphans(inlinks)`.
     Pages can also be pushed one at a time (`add_page`, in the order their findings should come out).
     Held: a summary of each page that can make a finding as a target (not 2xx, an error, a WAF challenge, a
-    canonical elsewhere, hreflang alternates), 8 bytes (the 64-bit `url_key`) of every other page, the
-    redirects, canonicalised and hreflang pages, the duplicate groups (unless `duplicates=False`: the caller
-    runs `duplicate_values`/`duplicate_groups`/`duplicate_findings` on partitions) and the reported link
-    findings; never links.
+    canonical elsewhere, noindex, hreflang alternates), 8 bytes (the 64-bit `url_key`) of every other page, the
+    redirects, canonicalised and hreflang pages, the findings of non-indexable sitemap URLs and of sitemap
+    hreflang entries, one HSTS summary per https host, the duplicate groups (unless `duplicates=False`: the
+    caller runs `duplicate_values`/`duplicate_groups`/`duplicate_findings` on partitions) and the reported
+    link findings; never links.
     """
 
     def __init__(
@@ -284,8 +312,12 @@ class SiteAudit:
         self._hashes: defaultdict[str, list[str]] = defaultdict(list)
         self._canonicalised: list[tuple[str, str]] = []
         self._with_hreflang: list[tuple[str, tuple[tuple[str, str], ...]]] = []
+        self._hreflang_rows: list[Finding] = []
+        self._hsts: dict[str, list[Any]] = {}  # https host -> [first page, pages without HSTS, any with it]
         self._sitemap = set(sitemap_urls)
         self._sitemap_rows: list[Finding] = []
+        self.sitemap_non_indexable: Counter[str] = Counter()
+        """Non-indexable sitemap URLs by why: redirect, client error, noindex, canonicalised, ..."""
         self._count_links = count_links
         self._counted: defaultdict[str, int] = defaultdict(int)
         self._reported: set[tuple[str, str, str]] = set()
@@ -298,7 +330,13 @@ class SiteAudit:
             if row.is_sitemap_url and self._keep_sitemap:
                 self._sitemap.add(row.url)
             return
-        plain = row.ok and row.waf_provider is None and row.canonical in (None, row.url) and not row.hreflang
+        plain = (
+            row.ok
+            and row.waf_provider is None
+            and row.canonical in (None, row.url)
+            and not row.alternates
+            and not row.noindex
+        )
         if plain:  # as a target: no link or canonical finding, hreflang only needs to know it is 2xx
             self._plain.append(url_key(row.url))
             self._plain_sorted = False
@@ -309,7 +347,8 @@ class SiteAudit:
                 row.redirect_to,
                 row.canonical,
                 row.waf_provider is not None,
-                frozenset(href for _, href in row.hreflang),
+                frozenset(href for _, href in row.alternates),
+                row.noindex,
             )
         if row.redirects and row.redirect_to:
             self._redirects[row.url] = row.redirect_to
@@ -318,18 +357,42 @@ class SiteAudit:
         if row.is_sitemap_url or row.url in self._sitemap:
             reason = _sitemap_reason(row)
             if reason is not None:
+                kind, detail, related = reason
+                self.sitemap_non_indexable[kind] += 1
                 self._sitemap_rows.append(
-                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, reason, catalogue=self._catalogue)
+                    make_finding(F.SITEMAP_NON_INDEXABLE, row.url, detail, related, catalogue=self._catalogue)
                 )
         usable = row.ok and row.internal and row.waf_provider is None
         if usable and row.canonical is not None and row.canonicalised:
             self._canonicalised.append((row.url, row.canonical))
-        if usable and row.hreflang:
-            self._with_hreflang.append((row.url, row.hreflang))
+        if usable and row.alternates:
+            self._with_hreflang.append((row.url, row.alternates))
+        if usable and row.sitemap_hreflang:  # the page's own annotations are checked by audit_page
+            for code, detail, related in alternate_signals(row.url, row.sitemap_hreflang, "sitemap"):
+                self._hreflang_rows.append(
+                    make_finding(code, row.url, detail, related, catalogue=self._catalogue)
+                )
+        if usable and row.url.startswith("https://"):
+            self._hsts_page(row)
         if self._duplicates:
             groups = {"title": self._titles, "meta_desc": self._descriptions, "content_hash": self._hashes}
             for kind, value in duplicate_values(row):
                 groups[kind][value].append(row.url)
+
+    def _hsts_page(self, row: PageRow) -> None:
+        host = urlsplit(row.url).netloc
+        seen = self._hsts.setdefault(host, [row.url, 0, False])
+        if hsts_ok(row.hsts):
+            seen[2] = True
+        else:
+            seen[1] += 1
+
+    def _hsts_findings(self) -> Iterator[Finding]:
+        """One finding per https host none of whose 2xx pages sent a Strict-Transport-Security header."""
+        for host, (first, without, protected) in self._hsts.items():
+            if not protected:
+                detail = f"{without} https pages of {host}, none with Strict-Transport-Security"
+                yield make_finding(F.HSTS_MISSING, first, detail, catalogue=self._catalogue)
 
     def _target(self, url: str) -> _Target | None:
         """The summary of `url` as a target; a plain 2xx page gets `_PLAIN` (None: not a crawled page)."""
@@ -359,20 +422,42 @@ class SiteAudit:
             ok = target.error is None and target.status is not None and 200 <= target.status < 300
             if not ok:
                 yield make_finding(
-                    F.CANONICAL_NON_200, url, _status_text(target), canonical, catalogue=catalogue
+                    F.CANONICAL_NON_200, url, _target_text(target), canonical, catalogue=catalogue
                 )
             elif target.canonical is not None and target.canonical != canonical:
                 detail = f"{url} -> {canonical} -> {target.canonical}"
                 yield make_finding(F.CANONICAL_CHAIN, url, detail, canonical, catalogue=catalogue)
+            elif target.noindex:
+                yield make_finding(
+                    F.CANONICAL_TO_NOINDEX,
+                    url,
+                    "the canonical URL is noindex",
+                    canonical,
+                    catalogue=catalogue,
+                )
+        yield from self._hreflang_rows
+        yield from self._hreflang_pairs()
+        yield from self._hsts_findings()
+
+    def _hreflang_pairs(self) -> Iterator[Finding]:
+        """Each (page, alternate) pair: the alternate answers non-200, canonicalises elsewhere, or does not
+        link back (`pair_detail` says which language; the report's hreflang matrix reads it back)."""
         for url, alternates in self._with_hreflang:
             for lang, href in alternates:
                 target = self._target(href)
-                if href == url or target is None or target.waf or target.status is None:
+                if href == url or target is None or target.waf:
                     continue
-                if 200 <= target.status < 300 and url not in target.hreflang_hrefs:
-                    yield make_finding(
-                        F.HREFLANG_NO_RETURN, url, f"hreflang {lang}", href, catalogue=catalogue
-                    )
+                if target.error is not None or (target.status is not None and not 200 <= target.status < 300):
+                    code, what = F.HREFLANG_TO_NON_200, _target_text(target)
+                elif target.status is None:
+                    continue
+                elif target.canonical not in (None, href):
+                    code, what = F.HREFLANG_TO_NON_CANONICAL, f"canonical is {target.canonical}"
+                elif url not in target.hreflang_hrefs:
+                    code, what = F.HREFLANG_NO_RETURN, "no return link"
+                else:
+                    continue
+                yield make_finding(code, url, pair_detail(lang, what), href, catalogue=self._catalogue)
 
     def link(self, link: LinkRow) -> Finding | None:
         """The finding of one link (broken internal/external, internal link to a redirect), or None."""

@@ -193,6 +193,30 @@ def plan_links(
     return plan
 
 
+def plan_discovered(
+    plan: LinkPlan,
+    msg: FrontierMessage,
+    urls: Iterable[NormalizedURL],
+    scope: CrawlScope,
+    settings: CrawlSettings,
+    known: Callable[[str], bool] | None = None,
+) -> None:
+    """Add to `plan` the internal URLs a page names without linking them (its canonical and hreflang
+    alternates), as search engines crawl them: enqueued like links (depth, trap guards), no edge, no inlink."""
+    if msg.check_only or msg.depth + 1 > settings.max_depth:
+        return
+    claimed = {m.url for m in plan.enqueue} | {e["target"] for e in plan.edges}
+    for url in urls:
+        if url.url in claimed or url.url == msg.url or not scope.boundary.is_internal(url.host_port):
+            continue
+        claimed.add(url.url)
+        if check_traps(url, scope.trap_config) is not None:
+            continue
+        key = url_key_hex(url.url)
+        if known is None or not known(key):
+            plan.add(_message(msg, url, msg.depth + 1, check_only=False, key=key), url.origin)
+
+
 def plan_redirect(
     msg: FrontierMessage, page: NormalizedURL, location: str, scope: CrawlScope, settings: CrawlSettings
 ) -> LinkPlan:

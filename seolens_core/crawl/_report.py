@@ -55,6 +55,7 @@ from seolens_core.adapters.results import ResultsStore, StreamingUpload
 from seolens_core.adapters.urls import JOURNAL_MARK, UrlStore
 from seolens_core.audit import (
     DUPLICATE_KINDS,
+    HREFLANG_PAIR_CODES,
     UNATTEMPTED_OUTCOMES,
     Finding,
     FindingCode,
@@ -63,7 +64,9 @@ from seolens_core.audit import (
     duplicate_findings,
     duplicate_groups,
     duplicate_values,
+    indexability,
     make_finding,
+    pair_lang,
 )
 from seolens_core.crawl._findings import ALERT_CRAWL_STOPPED, ALERT_SITEMAP_NOT_READ, describe
 from seolens_core.crawl._inlinks import (
@@ -189,7 +192,9 @@ class Reporter:
                     for k in ("t", "delay_ms", "concurrency", "error_rate", "n", "p95_ms", "verdict")
                 }
         async for row in s.results.rows(crawl_id, "sitemap"):
-            await sitemap_spool.add(shard_of(row["url"], shards), [row["url"], row.get("lastmod")])
+            await sitemap_spool.add(
+                shard_of(row["url"], shards), [row["url"], row.get("lastmod"), row.get("hreflang")]
+            )
         await sitemap_spool.flush()
         seed_findings = [row async for row in s.results.rows(crawl_id, "seed")]
         n_pending = 0
@@ -220,8 +225,11 @@ class Reporter:
         for shard in range(shards):
             pages = await _dedupe(rows_spool.read(shard))
             sitemap: dict[str, Any] = {}
-            async for url, lastmod in sitemap_spool.read(shard):
+            sitemap_hreflang: dict[str, Any] = {}
+            async for url, lastmod, *hreflang in sitemap_spool.read(shard):
                 sitemap.setdefault(url, lastmod)
+                if hreflang and hreflang[0]:
+                    sitemap_hreflang.setdefault(url, hreflang[0])
             n_sitemap += len(sitemap)
             counts = await self.inlinks.shard_counts(crawl_id, shard)
             for url in sitemap:  # listed, never claimed (seeding stopped, or max_depth 0)
@@ -233,11 +241,14 @@ class Reporter:
                 row["inlinks"] = counts.get(url, 0)
                 if url in sitemap and row.get("lastmod") is None:
                     row["lastmod"] = sitemap[url]
+                if url in sitemap_hreflang:
+                    row["sitemap_hreflang"] = sitemap_hreflang[url]
             for _, row in pages.values():
                 row["crawl_depth"] = row.get("depth")
                 row["depth"] = None
                 for key in ("status", "title", "alerts"):
                     row.setdefault(key, [] if key == "alerts" else None)
+                row["indexability"], row["indexability_status"] = indexability(row)
             for url, depth in (await self.inlinks.depths(crawl_id, cursor, shard)).items():
                 if url in pages:
                     pages[url][1]["depth"] = depth
@@ -256,11 +267,13 @@ class Reporter:
                 ]
             )
             await work.put_run("orphans", shard, sorted(orphans))
-            del pages, sitemap, counts
+            del pages, sitemap, sitemap_hreflang, counts
 
         findings = _FindingSink(s.results.open_file(crawl_id, "findings.csv", "text/csv"), work)
         links_file: asyncio.Future[str] | None = None
         alerts_spool = work.spool("alerts")
+        hreflang = _HreflangPairs()
+        sitemap_non_indexable: dict[str, int] = {}
         try:
             # links.jsonl, assembled (mostly by S3, server side) while the report goes on: waited for at the
             # end, it was the report's last second or two.
@@ -278,6 +291,7 @@ class Reporter:
             await dups_spool.flush()
 
             async def site_finding(finding: Finding) -> None:
+                hreflang.add(finding)
                 row = finding.to_row()
                 await findings.add(row)
                 await alerts_spool.add(shard_of(finding.url, shards), [finding.url, finding.code])
@@ -297,6 +311,7 @@ class Reporter:
                         await site_finding(finding)
             for finding in audit.page_findings():
                 await site_finding(finding)
+            sitemap_non_indexable = dict(sorted(audit.sitemap_non_indexable.items()))
 
             # 5. Links: the link rules see the rows linking to a page that can make a finding (a redirect hop
             # is not a link on a page: chains come from the pages' redirect_to). Only those rows are decoded
@@ -389,8 +404,11 @@ class Reporter:
                 "by_outcome": dict(stats.by_outcome),
                 "by_status": {str(k): v for k, v in stats.by_status.items()},
                 "by_depth": {str(k): v for k, v in stats.by_depth.items()},
+                "by_indexability": dict(sorted(stats.by_indexability.items())),
+                "by_redirect_type": dict(sorted(stats.by_redirect_type.items())),
                 "links": int(cursor["links"]),
                 "sitemap_urls": n_sitemap,
+                "sitemap_non_indexable": sitemap_non_indexable,
                 "pending": n_pending,
                 "pending_truncated": more_pending,
                 "stopped": stopped,
@@ -405,6 +423,7 @@ class Reporter:
                 origin: [points[t] for t in sorted(points)] for origin, points in sorted(timelines.items())
             },
             "findings_by_code": dict(sorted(findings.by_code.items())),
+            "hreflang_matrix": hreflang.view(),
             "error": _error_text(error),
         }
         report["_keys"] = keys
@@ -835,6 +854,7 @@ def _not_in_sitemap(row: dict[str, Any]) -> bool:
         and not row.get("noindex")
         and not row.get("waf_provider")
         and row.get("canonical") in (None, url)
+        and row.get("indexability") in (None, "indexable")  # e.g. an instant meta refresh is a redirect
     )
 
 
@@ -852,6 +872,8 @@ class _PageStats:
         self.by_outcome: Counter[Any] = Counter()
         self.by_status: Counter[Any] = Counter()
         self.by_depth: Counter[Any] = Counter()
+        self.by_indexability: Counter[str] = Counter()
+        self.by_redirect_type: Counter[str] = Counter()
         self.shown: list[dict[str, Any]] = []
         self._ttfb: list[float] = []
         self._histogram: list[int] | None = None
@@ -863,6 +885,10 @@ class _PageStats:
         self.by_outcome[row.get("outcome", "?")] += 1
         self.by_status[row.get("status")] += 1
         self.by_depth[row["depth"]] += 1
+        if row.get("indexability") is not None:
+            self.by_indexability[row.get("indexability_status") or str(row["indexability"])] += 1
+        if row.get("redirect_type"):
+            self.by_redirect_type[str(row["redirect_type"])] += 1
         if len(self.shown) < HTML_MAX_ROWS:
             self.shown.append(row)
         ttfb = row.get("ttfb_ms")
@@ -885,6 +911,27 @@ class _PageStats:
     def ttfb_histogram(self) -> list[tuple[str, int]]:
         self._fold()
         return list(zip(self._labels, self._histogram or [], strict=True))
+
+
+HREFLANG_MAX_PAIRS = 1_000  # broken hreflang pairs listed in report.json (all are in findings.csv)
+
+
+class _HreflangPairs:
+    """The broken hreflang pairs (no return link, alternate non-200 or non-canonical) for report.json's matrix:
+    counted, the first `HREFLANG_MAX_PAIRS` kept as [url, hreflang, alternate, code]."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.pairs: list[list[str | None]] = []
+
+    def add(self, finding: Finding) -> None:
+        if finding.code in HREFLANG_PAIR_CODES:
+            self.total += 1
+            if len(self.pairs) < HREFLANG_MAX_PAIRS:
+                self.pairs.append([finding.url, pair_lang(finding), finding.related_url, finding.code])
+
+    def view(self) -> dict[str, Any]:
+        return {"broken_pairs": self.total, "pairs": self.pairs, "truncated": self.total > len(self.pairs)}
 
 
 class _FindingSink:
@@ -998,9 +1045,10 @@ def _top_findings(findings: list[dict[str, Any]], limit: int) -> list[dict[str, 
 def _page_findings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for row in rows:
+        details = row.get("alert_details") or {}
         for code in row.get("alerts") or []:
             severity, title = describe(code)
-            detail = row.get("alert_detail") or title
+            detail = details.get(code) or row.get("alert_detail") or title
             out.append({"code": code, "severity": severity, "url": row["url"], "detail": detail})
     return out
 

@@ -17,6 +17,7 @@ from seolens_core.adapters.crawls import CrawlRecord, CrawlStatus, CrawlStore
 from seolens_core.adapters.frontier_queue import FrontierQueue, Outgoing
 from seolens_core.adapters.results import ResultsStore
 from seolens_core.adapters.urls import UrlStore
+from seolens_core.audit import sitemap_quality
 from seolens_core.crawl._findings import ALERT_SITEMAP_NOT_READ
 from seolens_core.crawl._links import CrawlScope
 from seolens_core.crawl._pacing import PacedFetch, paced_fetch
@@ -28,7 +29,7 @@ from seolens_core.fetch import Fetcher, FetchResult
 from seolens_core.frontier import FrontierMessage
 from seolens_core.settings import CrawlSettings
 from seolens_core.sitemaps import SitemapParser, SitemapWalk, candidate_sitemaps
-from seolens_core.urls import url_key_hex
+from seolens_core.urls import NormalizedURL, url_key_hex
 
 SITEMAP_SEED_DEPTH = 1
 SITEMAP_MAX_BYTES = 50 * 1024 * 1024
@@ -113,7 +114,12 @@ class Seeder:
                     )
                     for u in scope.start_urls
                 ]
-                await self._enqueue(starts, [u.origin for u in scope.start_urls])
+                probes = https_probes(scope)
+                starts += [
+                    FrontierMessage(crawl_id=crawl_id, url=u.url, key=url_key_hex(u.url), depth=0)
+                    for u in probes
+                ]
+                await self._enqueue(starts, [u.origin for u in (*scope.start_urls, *probes)])
                 todo: list[list[Any]] = []
                 for origin in dict.fromkeys(u.origin for u in scope.start_urls):
                     declared = await s.robots.sitemaps(origin, settings, fetcher, s.clock())
@@ -291,6 +297,8 @@ class Seeder:
         entries.extend(result.tail)
         for finding in result.findings:
             cursor["findings"].append({"url": url, "code": finding.code, "detail": finding.detail})
+        for code, detail in sitemap_quality(target.url, entries, self.s.clock()):
+            cursor["findings"].append({"url": url, "code": code, "detail": detail})
         rows: list[dict[str, Any]] = []
         outside = 0
         for entry in entries:
@@ -301,7 +309,11 @@ class Seeder:
             if loc is None or not scope.boundary.is_internal(loc.host_port):
                 outside += 1
                 continue
-            rows.append({"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url})
+            row: dict[str, Any] = {"url": loc.url, "lastmod": entry.lastmod, "sitemap": target.url}
+            alternates = [(lang, scope.normalize(href, loc)) for lang, href in entry.alternates]
+            if alternates:
+                row["hreflang"] = [[lang, alt.url] for lang, alt in alternates if alt is not None]
+            rows.append(row)
         if outside:
             cursor["findings"].append(
                 {"url": url, "code": "ALERT_SITEMAP_URLS_OUTSIDE_SCOPE", "detail": str(outside)}
@@ -311,6 +323,21 @@ class Seeder:
         if key is not None and settings.max_depth >= SITEMAP_SEED_DEPTH:
             cursor["held"] = {"key": key, "offset": 0, "rows": rows}
         return None
+
+
+def https_probes(scope: CrawlScope) -> list[NormalizedURL]:
+    """The http:// twin of each https start URL on the default port: fetched once, so the audit can tell
+    whether the site redirects http to https (ALERT_HTTPS_REDIRECT_MISSING). A start URL already on http,
+    or on another port (a TLS port answers no plain http), has none."""
+    starts = {u.url for u in scope.start_urls}
+    twins: list[NormalizedURL] = []
+    for start in scope.start_urls:
+        if start.scheme != "https" or start.port is not None:
+            continue
+        twin = scope.normalize("http" + start.url[len("https") :])
+        if twin is not None and twin.url not in starts and twin not in twins:
+            twins.append(twin)
+    return twins
 
 
 def _listed(

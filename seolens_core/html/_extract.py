@@ -6,9 +6,7 @@ Parsed with scripting enabled, as Googlebot renders: `<noscript>` is text, so a 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import xxhash
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -16,15 +14,49 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from seolens_core.html._charset import decode_body
 from seolens_core.html._depth import guard_depth
 from seolens_core.html._facts import LinkTag, OpenGraph, PageFacts, RawLink
+from seolens_core.html._jsonld import JsonLdBlock, read_block
+from seolens_core.html._link_header import parse_link_header
 
 HTML_MEDIA_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 INVISIBLE_TAGS = ["script", "style", "noscript", "template"]
 # A single traversal collects every element we read facts from; dispatch is by tag name.
-_FACT_SELECTOR = "title, meta, link, base, a[href], area[href], h1, h2, img, script"
+_FACT_SELECTOR = (
+    "title, meta, link, base, a[href], area[href], h1, h2, img, script, iframe[src], source[src], audio[src],"
+    " video[src], embed[src], object[data]"
+)
+# Where each subresource element names its URL (mixed content: http:// ones on an https page).
+_RESOURCE_ATTR = {
+    "img": "src",
+    "script": "src",
+    "iframe": "src",
+    "source": "src",
+    "audio": "src",
+    "video": "src",
+    "embed": "src",
+    "object": "data",
+}
+_RESOURCE_RELS = frozenset({"stylesheet", "icon", "preload", "modulepreload", "manifest"})
+MAX_RESOURCE_EXAMPLES = 5
+MAX_REFRESH_CHARS = 4096  # a refresh URL longer than a URL can be is kept cut
 _JSONLD_MEDIA_TYPE = "application/ld+json"
-# Bounds the JSON-LD walk so a hostile document cannot make it expensive.
-_JSONLD_MAX_NODES = 10_000
 _EMPTY_HEADERS: Mapping[str, str] = {}
+# Robots meta tags named after one crawler; the audit applies those of ROBOTS_AGENTS (googlebot, seolens).
+AGENT_META_NAMES = frozenset(
+    {
+        "googlebot",
+        "googlebot-news",
+        "googlebot-image",
+        "google-extended",
+        "bingbot",
+        "msnbot",
+        "slurp",
+        "yandex",
+        "baiduspider",
+        "duckduckbot",
+        "applebot",
+        "seolens",
+    }
+)
 
 
 def is_html_content_type(content_type: str | None) -> bool:
@@ -69,28 +101,6 @@ def _inside_svg(node: LexborNode) -> bool:
     return False
 
 
-def _jsonld_types(raw: str) -> Iterator[str]:
-    """Yield `@type` values from a JSON-LD block; silent on bad JSON (common in the wild)."""
-    try:
-        data: Any = json.loads(raw)
-    except (ValueError, RecursionError):
-        return
-    stack = [data]
-    seen = 0
-    while stack and seen < _JSONLD_MAX_NODES:
-        item = stack.pop()
-        seen += 1
-        if isinstance(item, dict):
-            kind = item.get("@type")
-            if isinstance(kind, str):
-                yield kind
-            elif isinstance(kind, list):
-                yield from (k for k in kind if isinstance(k, str))
-            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
-        elif isinstance(item, list):
-            stack.extend(v for v in item if isinstance(v, (dict, list)))
-
-
 def _anchor_text(node: LexborNode, tag: str) -> str:
     if tag == "area":
         return _squash(node.attributes.get("alt") or "")
@@ -102,8 +112,34 @@ def _anchor_text(node: LexborNode, tag: str) -> str:
     return text
 
 
-def _non_html(url: str, x_robots_tag: str | None) -> PageFacts:
-    return PageFacts(url=url, is_html=False, x_robots_tag=x_robots_tag)
+def _header_links(headers: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The Link header's canonicals and its hreflang alternates."""
+    links = parse_link_header(header_value(headers, "link"))
+    canonicals = tuple(link.href for link in links if "canonical" in link.rel and link.href)
+    alternates = tuple(
+        (link.hreflang, link.href)
+        for link in links
+        if "alternate" in link.rel and link.hreflang and link.href
+    )
+    return canonicals, alternates
+
+
+def _insecure(url: str | None) -> bool:
+    return url is not None and url.strip()[:7].lower() == "http://"
+
+
+def non_html_facts(url: str, headers: Mapping[str, str] = _EMPTY_HEADERS) -> PageFacts:
+    """The facts a non-HTML answer (PDF, image, ...) carries in its headers: X-Robots-Tag, Link, HSTS."""
+    header_canonicals, header_hreflang = _header_links(headers)
+    return PageFacts(
+        url=url,
+        is_html=False,
+        hsts=header_value(headers, "strict-transport-security"),
+        x_robots_tag=header_value(headers, "x-robots-tag"),
+        canonical=header_canonicals[0] if header_canonicals else None,
+        header_canonicals=header_canonicals,
+        header_hreflang=header_hreflang,
+    )
 
 
 def extract_page(
@@ -121,14 +157,15 @@ def extract_page(
     """
     x_robots_tag = header_value(headers, "x-robots-tag")
     if not is_html_content_type(content_type):
-        return _non_html(url, x_robots_tag)
+        return non_html_facts(url, headers)
     text, charset = decode_body(body, content_type)
     parser = LexborHTMLParser(guard_depth(text), scripting=True)
 
     title: str | None = None
     meta_desc: str | None = None
     meta_robots: list[str] = []
-    canonical: str | None = None
+    meta_agents: list[tuple[str, str]] = []
+    canonicals: list[str] = []
     base_href: str | None = None
     h1: list[str] = []
     h2: list[str] = []
@@ -137,7 +174,9 @@ def extract_page(
     links_truncated = False
     images_without_alt = 0
     og: dict[str, str] = {}
-    jsonld: set[str] = set()
+    jsonld: list[JsonLdBlock] = []
+    meta_refresh: str | None = None
+    insecure: list[str] = []
 
     for node in parser.css(_FACT_SELECTOR):
         tag = node.tag
@@ -154,9 +193,13 @@ def extract_page(
                     tag=link_tag,
                 )
             )
-        elif tag == "img":
-            if "alt" not in node.attributes:
+        elif tag in _RESOURCE_ATTR and tag != "script":
+            attrs = node.attributes  # a new dict on each access: read once
+            if tag == "img" and "alt" not in attrs:
                 images_without_alt += 1
+            source = attrs.get(_RESOURCE_ATTR[tag])
+            if _insecure(source):
+                insecure.append((source or "").strip())
         elif tag == "h1":
             h1.append(_squash(node.text(separator=" ")))
         elif tag == "h2":
@@ -169,6 +212,10 @@ def extract_page(
                 meta_desc = _squash(content or "")
             elif name == "robots" and content:
                 meta_robots.append(content.strip())
+            elif name in AGENT_META_NAMES and content:
+                meta_agents.append((name, content.strip()))
+            if meta_refresh is None and (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+                meta_refresh = (content or "").strip()[:MAX_REFRESH_CHARS]
             prop = (attrs.get("property") or name).strip().lower()
             if prop.startswith("og:") and content is not None and prop not in og:
                 og[prop] = content.strip()
@@ -177,8 +224,10 @@ def extract_page(
             href = _attr(node, "href")
             if href is None:
                 continue
-            if "canonical" in rel and canonical is None:
-                canonical = href
+            if "canonical" in rel:
+                canonicals.append(href)
+            if rel & _RESOURCE_RELS and _insecure(href):
+                insecure.append(href)
             lang = _attr(node, "hreflang")
             if "alternate" in rel and lang:
                 hreflang.append((lang.lower(), href))
@@ -189,10 +238,14 @@ def extract_page(
             if base_href is None:
                 base_href = _attr(node, "href")
         elif tag == "script":
-            kind = (node.attributes.get("type") or "").split(";", 1)[0].strip().lower()
+            attrs = node.attributes
+            if _insecure(attrs.get("src")):
+                insecure.append((attrs.get("src") or "").strip())
+            kind = (attrs.get("type") or "").split(";", 1)[0].strip().lower()
             if kind == _JSONLD_MEDIA_TYPE:
-                jsonld.update(_jsonld_types(node.text()))
+                jsonld.append(read_block(node.text()))
 
+    header_canonicals, header_hreflang = _header_links(headers)
     root = parser.root
     lang_attr = _attr(root, "lang") if root is not None else None
     parser.strip_tags(INVISIBLE_TAGS)
@@ -208,7 +261,7 @@ def extract_page(
         meta_desc=meta_desc,
         meta_robots=", ".join(meta_robots) or None,
         x_robots_tag=x_robots_tag,
-        canonical=canonical,
+        canonical=canonicals[0] if canonicals else (header_canonicals[0] if header_canonicals else None),
         h1=tuple(h1),
         h2=tuple(h2),
         lang=lang_attr or None,
@@ -223,7 +276,21 @@ def extract_page(
             image=og.get("og:image"),
             type=og.get("og:type"),
         ),
-        jsonld_types=frozenset(jsonld),
+        meta_refresh=meta_refresh
+        if meta_refresh is not None
+        else (header_value(headers, "refresh") or "")[:MAX_REFRESH_CHARS] or None,
+        hsts=header_value(headers, "strict-transport-security"),
+        http_subresources=len(insecure),
+        http_subresource_examples=tuple(insecure[:MAX_RESOURCE_EXAMPLES]),
+        jsonld_types=frozenset().union(*(block.types for block in jsonld)),
+        jsonld_blocks=len(jsonld),
+        jsonld_invalid=tuple(block.invalid for block in jsonld if block.invalid is not None),
+        jsonld_without_context=sum(block.without_context for block in jsonld),
+        jsonld_without_type=sum(block.without_type for block in jsonld),
         content_hash=xxhash.xxh64_hexdigest(visible.encode("utf-8")) if visible else None,
         base_href=base_href,
+        canonicals=tuple(canonicals),
+        header_canonicals=header_canonicals,
+        header_hreflang=header_hreflang,
+        meta_agents=tuple(meta_agents),
     )

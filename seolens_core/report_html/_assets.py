@@ -56,6 +56,7 @@ a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
 .sev-critical{background:#c0392b}.sev-warning{background:#d97706}
 .sev-notice{background:#2f6fdb}.sev-info{background:#7a8599}
 .codes{columns:2 320px;margin:0;padding:0;list-style:none}
+table.signals{margin-bottom:12px}table.signals td.code{font-family:monospace;font-size:12px}
 .codes li{display:flex;justify-content:space-between;gap:8px;padding:2px 0;
   border-bottom:1px dotted var(--line)}
 footer{color:var(--muted);font-size:12px;padding:0 28px 20px;max-width:1400px;margin:0 auto}
@@ -193,6 +194,7 @@ JS = """
     {key: "url", label: "URL", type: "url"},
     {key: "status", label: "Status", type: "num"},
     {key: "outcome", label: "Outcome", type: "text"},
+    {key: "indexability", label: "Indexability", type: "text"},
     {key: "depth", label: "Depth", type: "num"},
     {key: "ttfb_ms", label: "TTFB ms", type: "num"},
     {key: "inlinks", label: "Inlinks", type: "num"},

@@ -22,9 +22,10 @@ from html import escape
 from typing import Any
 
 from seolens_core.report_html._assets import CSS, JS
+from seolens_core.report_html._signals import signals_section
 from seolens_core.report_html._svg import Bar, bar_chart, line_chart
 
-PAGE_FIELDS = ("url", "status", "outcome", "depth", "ttfb_ms", "inlinks", "title", "alerts")
+PAGE_FIELDS = ("url", "status", "outcome", "indexability", "depth", "ttfb_ms", "inlinks", "title", "alerts")
 FINDING_FIELDS = ("code", "severity", "url", "detail", "related_url")
 SEVERITIES = ("critical", "warning", "notice", "info")
 SEVERITY_COLORS = {"critical": "#c0392b", "warning": "#d97706", "notice": "#2f6fdb", "info": "#7a8599"}
@@ -98,6 +99,7 @@ def render_report_html(
             with_severity=False,
             of=_int(aggregates.get("pages_total"), len(page_rows)),
         ),
+        signals_section(report),
         _codes(report.get("findings_by_code"), finding_rows),
         _settings(report.get("settings")),
         "</main>",

@@ -72,6 +72,8 @@ class SitemapEntry:
     kind: Literal["url", "sitemap"] = "url"
     changefreq: str | None = None
     priority: str | None = None
+    alternates: tuple[tuple[str, str], ...] = ()
+    """hreflang alternates of a `<url>` (`<xhtml:link rel="alternate" hreflang=".." href=".."/>`), as written."""
 
 
 @dataclass(frozen=True, slots=True)

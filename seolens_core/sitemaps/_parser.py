@@ -43,6 +43,9 @@ _SITEMAP_NAMESPACES = frozenset(
     }
 )
 _RECORD_FIELDS = frozenset({"loc", "lastmod", "changefreq", "priority"})
+_XHTML_NS = "http://www.w3.org/1999/xhtml"
+MAX_ALTERNATES = 256
+"""hreflang alternates kept per `<url>` (a site has at most a few hundred language versions)."""
 _NAME_CACHE_MAX = 64
 
 
@@ -91,6 +94,7 @@ class _Collector:
         changefreq: str | None,
         priority: str | None,
         position: int | None,
+        alternates: tuple[tuple[str, str], ...] = (),
     ) -> None:
         if loc is None or len(loc) > self.limits.max_loc_length or not _is_http_url(loc):
             self.skipped += 1
@@ -103,13 +107,14 @@ class _Collector:
             )
             return
         self.entries += 1
-        self.out.append(SitemapEntry(loc, lastmod, kind, changefreq, priority))
+        self.out.append(SitemapEntry(loc, lastmod, kind, changefreq, priority, alternates))
 
 
 class _XmlSink:
     """Feeds expat and turns `<url>`/`<sitemap>` records into entries; other namespaces are ignored."""
 
     __slots__ = (
+        "_alternates",
         "_base",
         "_child",
         "_depth",
@@ -135,6 +140,7 @@ class _XmlSink:
         self._child: Literal["url", "sitemap"] | None = None
         self._in_record = False
         self._record: dict[str, str | None] = {}
+        self._alternates: list[tuple[str, str]] = []
         self._field: str | None = None
         self._text: list[str] = []
         self._text_len = 0
@@ -248,13 +254,31 @@ class _XmlSink:
             if in_ns and local == self._child:
                 self._in_record = True
                 self._record = {}
+                self._alternates = []
         elif depth == 3 and self._in_record:
+            if name == f"{_XHTML_NS} link":
+                self._alternate(_attrs)
+                return
             in_ns, local = self._split(name)
             if in_ns and local in _RECORD_FIELDS and local not in self._record:
                 self._field = local
                 self._text = []
                 self._text_len = 0
                 self._overflow = False
+
+    def _alternate(self, attrs: dict[str, str]) -> None:
+        """An `<xhtml:link rel="alternate" hreflang=".." href="..">` of the current `<url>`."""
+        rel = attrs.get("rel", "").lower().split()
+        lang, href = attrs.get("hreflang", "").strip(), attrs.get("href", "").strip()
+        cap = self._out.limits.max_loc_length
+        if (
+            "alternate" in rel
+            and lang
+            and href
+            and len(href) <= cap
+            and len(self._alternates) < MAX_ALTERNATES
+        ):
+            self._alternates.append((lang[:64].lower(), href))
 
     def _root(self, name: str) -> None:
         in_ns, local = self._split(name)
@@ -309,6 +333,7 @@ class _XmlSink:
                 r.get("changefreq"),
                 r.get("priority"),
                 self._here(),
+                tuple(self._alternates),
             )
             if self._out.stopped:
                 raise _Stop

@@ -262,6 +262,8 @@ def _expected_findings() -> set[tuple[str, str]]:
     expected |= {
         ("ALERT_REDIRECT_CHAIN", start) for start, chain in E.redirect_chains.items() if len(chain) > 1
     }
+    # The demo's sitemap gives every entry the same lastmod: a generation time, not a modification time.
+    expected.add(("ALERT_SITEMAP_LASTMOD_UNIFORM", "/sitemap.xml"))
     indexable = set(E.ok_pages) - E.defects["noindex"] - E.defects["canonical_elsewhere"] - set(E.waf)
     expected |= {("ALERT_NOT_IN_SITEMAP", p) for p in indexable - set(E.sitemap)}
     return {(code, path) for code, path in expected if not path.startswith(E.trap_prefix)}

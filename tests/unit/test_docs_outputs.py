@@ -9,7 +9,7 @@ import seolens_core.crawl._findings  # noqa: F401  (registers the pipeline's cod
 from seolens_core.audit import CATALOGUE, FindingDef
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "OUTPUTS.md"
-_ROW = re.compile(r"^\| `(ALERT_[A-Z0-9_]+)` \| ([a-z]+) \| ([a-z]+) \| (.+?) \|$", re.MULTILINE)
+_ROW = re.compile(r"^\| `(ALERT_[A-Z0-9_]+)` \| ([a-z]+) \| ([a-z_]+) \| (.+?) \|$", re.MULTILINE)
 
 
 def _documented() -> dict[str, tuple[str, str, str]]:

@@ -10,6 +10,7 @@ S = "https://example.com"
 
 
 def page(path: str, status: int | None = 200, **kwargs: object) -> PageRow:
+    kwargs.setdefault("hsts", "max-age=31536000")  # the https site protects itself (else ALERT_HSTS_MISSING)
     return PageRow(url=S + path, status=status, **kwargs)  # type: ignore[arg-type]
 
 
@@ -137,7 +138,9 @@ def test_hreflang_without_return_link() -> None:
         # /es not crawled: nothing to compare against.
     ]
     findings = [f for f in site_findings(pages, []) if f.code == "ALERT_HREFLANG_NO_RETURN"]
-    assert [(f.url, f.related_url, f.detail) for f in findings] == [(S + "/en", S + "/fr", "hreflang fr")]
+    assert [(f.url, f.related_url, f.detail) for f in findings] == [
+        (S + "/en", S + "/fr", "hreflang fr: no return link")
+    ]
 
 
 def test_sitemap_non_indexable_and_orphans() -> None:
@@ -168,8 +171,8 @@ def test_sitemap_non_indexable_and_orphans() -> None:
     assert found == [
         ("ALERT_SITEMAP_NON_INDEXABLE", "/noindex", None),
         ("ALERT_SITEMAP_NON_INDEXABLE", "/missing", None),
-        ("ALERT_SITEMAP_NON_INDEXABLE", "/redirect", None),
-        ("ALERT_SITEMAP_NON_INDEXABLE", "/canon", None),
+        ("ALERT_SITEMAP_NON_INDEXABLE", "/redirect", "/linked"),
+        ("ALERT_SITEMAP_NON_INDEXABLE", "/canon", "/linked"),
         ("ALERT_SITEMAP_NON_INDEXABLE", "/robots", None),
         ("ALERT_GRAPH_ORPHAN_PAGE", "/", None),
         ("ALERT_GRAPH_ORPHAN_PAGE", "/orphan", None),

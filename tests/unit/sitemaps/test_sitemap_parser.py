@@ -107,7 +107,7 @@ def test_standard_and_missing_namespace_accepted(ns: str | None) -> None:
     assert result.kind is SitemapKind.URLSET
 
 
-def test_foreign_namespace_elements_are_ignored() -> None:
+def test_foreign_namespace_elements_are_ignored_but_hreflang_alternates_kept() -> None:
     doc = f"""<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="{NS}" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"
         xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" xmlns:xhtml="http://www.w3.org/1999/xhtml">
@@ -121,8 +121,29 @@ def test_foreign_namespace_elements_are_ignored() -> None:
   <image:loc>https://cdn.test/stray.jpg</image:loc>
 </urlset>""".encode()
     entries, result = parse_sitemap(doc)
-    assert entries == [SitemapEntry("https://a.test/article", "2023-12-31")]
+    alternates = (("de", "https://a.test/de/article"),)
+    assert entries == [SitemapEntry("https://a.test/article", "2023-12-31", alternates=alternates)]
     assert result.complete
+
+
+def test_hreflang_alternates_need_rel_alternate_a_code_and_an_href_and_are_bounded() -> None:
+    links = [
+        '<xhtml:link rel="alternate" hreflang="EN-gb" href=" https://a.test/en "/>',
+        '<xhtml:link rel="stylesheet" hreflang="fr" href="https://a.test/fr"/>',
+        '<xhtml:link rel="alternate" href="https://a.test/nolang"/>',
+        '<xhtml:link rel="alternate" hreflang="es"/>',
+        '<link rel="alternate" hreflang="it" href="https://a.test/it"/>',  # the sitemap namespace: not xhtml
+        *(f'<xhtml:link rel="alternate" hreflang="x{i}" href="https://a.test/{i}"/>' for i in range(300)),
+    ]
+    doc = (
+        f'<urlset xmlns="{NS}" xmlns:xhtml="http://www.w3.org/1999/xhtml"><url><loc>https://a.test/</loc>'
+        + "".join(links)
+        + "</url><url><loc>https://a.test/next</loc></url></urlset>"
+    ).encode()
+    entries, _ = parse_sitemap(doc)
+    first, second = entries
+    assert first.alternates[0] == ("en-gb", "https://a.test/en")
+    assert len(first.alternates) == 256 and second.alternates == ()
 
 
 def test_sitemap_ns_element_inside_foreign_element_is_not_a_record() -> None:
