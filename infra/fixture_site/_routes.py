@@ -20,13 +20,15 @@ from infra.fixture_site._http import HTML, TEXT, XML, Headers, Request, Response
 
 @dataclass(frozen=True, slots=True)
 class RouteContext:
-    """What a route knows besides the request: its site, the server's sites, and the arrival time."""
+    """What a route knows besides the request: its site, the server's sites, the arrival time, and whether
+    the request came over TLS (a TLS site's port answers plain HTTP too)."""
 
     site: str
     base_url: str
     now: float
     number: int
     sites: Mapping[str, str]
+    tls: bool = False
 
     def url(self, path: str = "/", site: str | None = None) -> str:
         """An absolute URL on this site, or on another site of the same server."""

@@ -477,6 +477,7 @@ class FixtureServer(LogQueries):
             now=entry.start,
             number=bound.requests,
             sites=dict(self._urls),
+            tls=entry.tls,
         )
         try:
             response = await resolve(bound.spec.route_for(request.path), request, ctx)

@@ -8,8 +8,9 @@ of the issue-47 families are the declared ones (SIGNALS_EXPECTED).
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from infra.fixture_site._http import Request, Response
 from infra.fixture_site._routes import RouteContext, RouteLike, data, html, redirect, text, xml
@@ -413,3 +414,79 @@ def signals_sites() -> list[SiteSpec]:
     }
     other = SiteSpec(SIGNALS_OTHER, {"/robots.txt": text("User-agent: *\nAllow: /\n")}, ip=SIGNALS_OTHER_IP)
     return [SiteSpec(SIGNALS, routes), other]
+
+
+# 4, over TLS: two https hosts on the default ports, one crawl starting on both. secure.test sends HSTS and
+# redirects every plain http request to https (308); lax.test sends no HSTS and answers plain http with the
+# same pages. The crawler reaches them on ports 443 and 80, which the test maps to each site's one port.
+SECURE, LAX = "signals-secure", "signals-lax"
+SECURE_NAME, LAX_NAME = "secure.test", "lax.test"
+HTTPS_NAMES: Mapping[str, str] = {SECURE_NAME: "127.0.0.51", LAX_NAME: "127.0.0.52"}
+HSTS = ("Strict-Transport-Security", "max-age=31536000; includeSubDomains")
+_MIXED_ASSETS = (
+    f'<img src="http://{SECURE_NAME}/pixel.png" alt="pixel">'
+    f'<script src="http://{LAX_NAME}/app.js"></script>'
+    '<link rel="stylesheet" href="/style.css">'  # relative: https like its page
+)
+HTTPS_PAGES: Mapping[str, tuple[SignalPage, ...]] = {
+    SECURE: (
+        SignalPage("/mixed", body=_MIXED_ASSETS),
+        SignalPage("/old"),
+    ),
+    LAX: (
+        SignalPage("/about"),
+        SignalPage("/legacy"),
+    ),
+}
+HTTPS_LINKS: Mapping[str, tuple[str, ...]] = {
+    SECURE: ("/mixed", f"http://{SECURE_NAME}/old"),  # an http link that redirects to https: no finding
+    LAX: ("/about", f"http://{LAX_NAME}/legacy", "{other}/elsewhere"),  # a plain third-party host
+}
+# The transport findings of the https crawl, (code, URL); of secure.test only the mixed content.
+HTTPS_EXPECTED: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("ALERT_MIXED_CONTENT", f"https://{SECURE_NAME}/mixed"),
+        ("ALERT_HSTS_MISSING", f"https://{LAX_NAME}/"),
+        # The seeding's probe of the start URL's http twin, and the page linked over http.
+        ("ALERT_HTTP_PAGE_ON_HTTPS_SITE", f"http://{LAX_NAME}/"),
+        ("ALERT_HTTPS_REDIRECT_MISSING", f"http://{LAX_NAME}/"),
+        ("ALERT_HTTP_PAGE_ON_HTTPS_SITE", f"http://{LAX_NAME}/legacy"),
+        ("ALERT_HTTPS_REDIRECT_MISSING", f"http://{LAX_NAME}/legacy"),
+    }
+)
+HTTPS_REDIRECT_TYPES: Mapping[str, str | None] = {
+    f"http://{SECURE_NAME}/": "permanent",
+    f"http://{SECURE_NAME}/old": "permanent",
+    f"http://{LAX_NAME}/": None,
+    f"https://{SECURE_NAME}/": None,
+}
+
+
+def _https_route(site: str, page: SignalPage) -> RouteLike:
+    """secure.test answers plain http with a 308 to https; lax.test serves the page either way."""
+
+    def route(request: Request, ctx: RouteContext) -> Response:
+        if site == SECURE and not ctx.tls:
+            return redirect(f"https://{SECURE_NAME}{request.target}", 308)
+        return page.render(ctx)
+
+    return route
+
+
+def https_signals_sites(tls: ssl.SSLContext) -> list[SiteSpec]:
+    """secure.test and lax.test (TLS and plain http on one port each), and a plain third-party host."""
+    sites: list[SiteSpec] = []
+    for site, name in ((SECURE, SECURE_NAME), (LAX, LAX_NAME)):
+        links = "".join(f'<li><a href="{href}">{href}</a></li>' for href in HTTPS_LINKS[site])
+        home = SignalPage("/", body=f"<ul>{links}</ul>", title=f"Home page of {name} for the audit")
+        robots = SignalPage("/robots.txt", body="User-agent: *\nAllow: /\n", content_type="text/plain")
+        pages = (home, robots, *HTTPS_PAGES[site])
+        if site == SECURE:
+            pages = tuple(replace(page, headers=(*page.headers, HSTS)) for page in pages)
+        routes = {page.path: _https_route(site, page) for page in pages}
+        sites.append(SiteSpec(site, routes, ip=HTTPS_NAMES[name], tls=tls))
+    other = {"/robots.txt": text("User-agent: *\nAllow: /\n")}
+    sites.append(
+        SiteSpec(SIGNALS_OTHER, other, fallback=_route(SignalPage("/elsewhere")), ip=SIGNALS_OTHER_IP)
+    )
+    return sites

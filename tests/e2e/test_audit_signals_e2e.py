@@ -1,10 +1,13 @@
 """Issue 47: the signals search engines read, crawled end to end on the signals fixture site (one page per
-signal): each family's findings are exactly the declared ones, and the columns carry the verdicts."""
+signal): each family's findings are exactly the declared ones, and the columns carry the verdicts. The https
+checks crawl two TLS hosts on the default ports (secure.test with HSTS and an http to https redirect, lax.test
+with neither), asserted on the outputs and on the fixture server's record of plain and TLS requests."""
 
 from __future__ import annotations
 
 import csv
 import json
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,13 +16,24 @@ import pytest
 from infra.fixture_site import FixtureServer
 from infra.fixture_site._signals import (
     FAMILY_CODES,
+    HTTPS_EXPECTED,
+    HTTPS_NAMES,
+    HTTPS_REDIRECT_TYPES,
     INDEXABILITY_OF,
+    LAX,
+    LAX_NAME,
+    SECURE,
+    SECURE_NAME,
     SIGNALS,
     SIGNALS_EXPECTED,
     SIGNALS_OTHER,
+    TRANSPORT,
+    https_signals_sites,
     signals_sites,
 )
+from infra.fixture_site._tls import TlsFixture
 from infra.local.runtime import LocalCloud, run_crawl
+from seolens_core.fetch import _pool, _stream
 from seolens_core.settings import CrawlSettings
 
 
@@ -40,17 +54,61 @@ def signals_crawl(
         )
         out = tmp_path_factory.mktemp("signals")
         run = run_crawl(local_cloud, settings, workers=2, out_dir=out)
-        pages = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines() if line]
-        with (out / "findings.csv").open() as fh:
-            findings = list(csv.DictReader(fh))
-        yield {
-            "run": run,
-            "base": base,
-            "pages": {row["url"].removeprefix(base) or "/": row for row in pages},
-            "findings": findings,
-            "report": json.loads((out / "report.json").read_text()),
-            "html": (out / "report.html").read_text(),
-        }
+        yield {"run": run, "base": base, **_outputs(out, base)}
+
+
+def _outputs(out: Any, base: str) -> dict[str, Any]:
+    pages = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines() if line]
+    with (out / "findings.csv").open() as fh:
+        findings = list(csv.DictReader(fh))
+    return {
+        "pages": {row["url"].removeprefix(base) or "/": row for row in pages},
+        "findings": findings,
+        "report": json.loads((out / "report.json").read_text()),
+        "html": (out / "report.html").read_text(),
+    }
+
+
+def _default_ports(monkeypatch: pytest.MonkeyPatch, server: FixtureServer) -> None:
+    """secure.test and lax.test resolve to their fixture addresses, whose ports 443 and 80 lead to the one
+    port the fixture site answers TLS and plain http on (as a real site's two ports would)."""
+    real_resolve = socket.getaddrinfo
+    real_connect = _stream.AsyncioBackend.connect_tcp
+    ports = {}
+    for site in (SECURE, LAX):
+        ip, port = server.host_port(site)
+        ports.update({(ip, 443): port, (ip, 80): port})
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        return real_resolve(HTTPS_NAMES.get(host, host), *args, **kwargs)
+
+    async def connect_tcp(self: Any, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        return await real_connect(self, host, ports.get((host, port), port), *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(_stream.AsyncioBackend, "connect_tcp", connect_tcp)
+
+
+@pytest.fixture(scope="module")
+def https_crawl(
+    local_cloud: LocalCloud, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    tls = TlsFixture.for_names(list(HTTPS_NAMES))
+    with FixtureServer(https_signals_sites(tls.server())) as server, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_pool, "crawler_ssl_context", tls.client)
+        _default_ports(patch, server)
+        other_host, other_port = server.host_port(SIGNALS_OTHER)
+        settings = CrawlSettings.model_validate(
+            {
+                "start_urls": [f"https://{SECURE_NAME}/", f"https://{LAX_NAME}/"],
+                "allow_hosts": [f"{other_host}:{other_port}"],
+                "progress_poll_s": 1,
+                "politeness": {"initial_delay_ms": 0, "initial_concurrency": 4},
+            }
+        )
+        out = tmp_path_factory.mktemp("signals-https")
+        run = run_crawl(local_cloud, settings, workers=2, out_dir=out)
+        yield {"run": run, "server": server, **_outputs(out, "")}
 
 
 def _found(crawl: dict[str, Any], codes: set[str]) -> set[tuple[str, str]]:
@@ -160,3 +218,35 @@ def test_an_instant_meta_refresh_is_no_page_missing_from_the_sitemap(signals_cra
     missing = _found(signals_crawl, {"ALERT_NOT_IN_SITEMAP"})
     assert ("ALERT_NOT_IN_SITEMAP", "/tr/refresh-delayed") in missing
     assert ("ALERT_NOT_IN_SITEMAP", "/tr/refresh") not in missing
+
+
+def test_https_crawl_finds_exactly_the_declared_transport_findings(https_crawl: dict[str, Any]) -> None:
+    run = https_crawl["run"]
+    assert run.execution.status == "SUCCEEDED", (run.execution.error, run.execution.cause)
+    found = {(r["code"], r["url"]) for r in https_crawl["findings"] if r["code"] in FAMILY_CODES[TRANSPORT]}
+    assert found == set(HTTPS_EXPECTED)
+
+
+def test_https_columns_say_how_pages_were_served(https_crawl: dict[str, Any]) -> None:
+    pages = https_crawl["pages"]
+    got = {url: pages[url].get("redirect_type") for url in HTTPS_REDIRECT_TYPES}
+    assert got == dict(HTTPS_REDIRECT_TYPES)  # the http to https redirect is a 308: permanent
+    assert pages[f"https://{SECURE_NAME}/mixed"]["http_subresources"] == 2  # the relative stylesheet is https
+    assert pages[f"https://{SECURE_NAME}/"]["hsts"].startswith("max-age=31536000")
+    assert pages[f"https://{LAX_NAME}/"]["hsts"] is None
+    details = {(r["code"], r["url"]): r["detail"] for r in https_crawl["findings"]}
+    assert details[("ALERT_HSTS_MISSING", f"https://{LAX_NAME}/")].startswith(f"3 https pages of {LAX_NAME}")
+
+
+def test_one_probe_of_the_http_twin_per_https_start_url(https_crawl: dict[str, Any]) -> None:
+    server: FixtureServer = https_crawl["server"]
+    for site, name in ((SECURE, SECURE_NAME), (LAX, LAX_NAME)):
+        log = [r for r in server.log(site) if r.host_header == name]
+        plain = sorted(r.path for r in log if not r.tls)
+        over_tls = sorted(r.path for r in log if r.tls)
+        assert over_tls.count("/") == 1 and plain.count("/") == 1, (site, plain)
+        if site == LAX:  # the probe's page is audited, its links are not followed over http
+            assert plain == ["/", "/legacy", "/robots.txt"]
+    # secure.test's twin and its http link were answered with a redirect, and followed to https only.
+    secure = [r for r in server.log(SECURE) if not r.tls]
+    assert {r.status for r in secure} == {308}
