@@ -130,7 +130,7 @@ def page_row(
         )
         row.update(facts.to_row())
         row["url"] = msg.url
-        if waf is None and 200 <= (result.status or 0) < 300:
+        if waf is None and 200 <= (result.status or 0) < 300 and not msg.probe:
             base = scope.normalize(facts.base_href, url) if facts.base_href else None
             plan = plan_links(
                 msg, url, facts.links, scope, settings, base=base, page_nofollow=facts.nofollow, known=known

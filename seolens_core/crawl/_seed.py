@@ -116,7 +116,7 @@ class Seeder:
                 ]
                 probes = https_probes(scope)
                 starts += [
-                    FrontierMessage(crawl_id=crawl_id, url=u.url, key=url_key_hex(u.url), depth=0)
+                    FrontierMessage(crawl_id=crawl_id, url=u.url, key=url_key_hex(u.url), depth=0, probe=True)
                     for u in probes
                 ]
                 await self._enqueue(starts, [u.origin for u in (*scope.start_urls, *probes)])

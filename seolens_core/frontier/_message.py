@@ -46,6 +46,9 @@ class FrontierMessage:
     delay a message (15 minutes), which then comes back early and is sent on without asking anything."""
     hops: int = 0
     """Redirects followed to reach this URL (0: a link, a sitemap entry or a start URL)."""
+    probe: bool = False
+    """The http twin of an https start URL, fetched once to see whether it redirects to https: audited, its
+    links and named URLs not followed (they would crawl the site's http copy)."""
 
     @property
     def queue_counter(self) -> str:
@@ -84,6 +87,8 @@ class FrontierMessage:
             body["nb"] = self.not_before
         if self.hops:
             body["rh"] = self.hops
+        if self.probe:
+            body["probe"] = True
         return json.dumps(body, separators=(",", ":"))
 
     @classmethod
@@ -132,6 +137,7 @@ class FrontierMessage:
             budget_waits=_count(data.get("bw")),
             not_before=_epoch(data.get("nb")),
             hops=_count(data.get("rh")),
+            probe=data.get("probe") is True,
         )
 
 

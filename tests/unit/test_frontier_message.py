@@ -33,3 +33,10 @@ def test_the_budget_wait_survives_a_round_trip() -> None:
     msg = FrontierMessage.from_json(json.dumps({**BASE, "bw": 3}))
     assert msg.budget_waits == 3 and FrontierMessage.from_json(msg.to_json()) == msg
     assert "bw" not in json.loads(FrontierMessage.from_json(json.dumps(BASE)).to_json())
+
+
+def test_the_https_probe_mark_survives_a_round_trip_and_only_true_sets_it() -> None:
+    msg = FrontierMessage.from_json(json.dumps({**BASE, "probe": True}))
+    assert msg.probe and FrontierMessage.from_json(msg.to_json()) == msg
+    assert not FrontierMessage.from_json(json.dumps({**BASE, "probe": "yes"})).probe
+    assert "probe" not in json.loads(FrontierMessage.from_json(json.dumps(BASE)).to_json())

@@ -104,6 +104,26 @@ def test_http_urls_of_an_https_crawl_and_307_308_rows() -> None:
     assert {"ALERT_HTTP_PAGE_ON_HTTPS_SITE", "ALERT_HTTPS_REDIRECT_MISSING"} <= set(row["alerts"])
 
 
+def _http_row(url_text: str, **flags: bool) -> tuple[dict[str, Any], Any]:
+    url = normalize(url_text)
+    assert isinstance(url, NormalizedURL)
+    msg = FrontierMessage(crawl_id="c1", url=url.url, key=url_key_hex(url.url), depth=0, **flags)
+    body = b'<html><head><link rel="canonical" href="/c"></head><body><a href="/about">a</a></body></html>'
+    result = FetchResult(url=url.url, status=200, headers={"content-type": "text/html"}, body=body)
+    return page_row(msg, url, result, SCOPE, SETTINGS)
+
+
+def test_the_http_probe_is_audited_but_names_nothing_to_crawl() -> None:
+    row, plan = _http_row("http://example.com/", probe=True)
+    assert {"ALERT_HTTP_PAGE_ON_HTTPS_SITE", "ALERT_HTTPS_REDIRECT_MISSING"} <= set(row["alerts"])
+    assert plan is None  # its links would crawl the site's http copy
+    _, linked = _http_row("http://example.com/")  # the same page reached by a link is crawled on
+    assert linked is not None and {m.url for m in linked.enqueue} == {
+        "http://example.com/about",
+        "http://example.com/c",
+    }
+
+
 def test_https_start_urls_get_an_http_probe_on_the_default_port_only() -> None:
     from seolens_core.crawl._seed import https_probes
 
