@@ -141,7 +141,11 @@ def page_row(
     if plan is not None:
         _plan_named(plan, msg, url, named, scope, settings, known)
     row["noindex"] = facts.noindex or expired(facts, now)
-    row["alerts"], details = _audit(url, result, facts, waf, named, row["redirect_to"], settings, scope, now)
+    # An external URL is no page of the https site, whatever its scheme.
+    https_site = not msg.check_only and any(u.scheme == "https" for u in scope.start_urls)
+    row["alerts"], details = _audit(
+        url, result, facts, waf, named, row["redirect_to"], settings, https_site, now
+    )
     if details:
         row["alert_details"] = details
     return row, plan
@@ -208,7 +212,7 @@ def _audit(
     named: _Named,
     redirect_to: str | None,
     settings: CrawlSettings,
-    scope: CrawlScope,
+    https_site: bool,
     now: float,
 ) -> tuple[list[str], dict[str, str]]:
     """The page's finding codes and their details."""
@@ -229,7 +233,7 @@ def _audit(
         canonical_url=named.canonical,
         now=now,
         hreflang_urls=[(lang, u.url) for lang, u in named.alternates],
-        https_site=any(u.scheme == "https" for u in scope.start_urls),
+        https_site=https_site,
     )
     return sorted({f.code for f in findings}), {f.code: f.detail for f in findings if f.detail}
 

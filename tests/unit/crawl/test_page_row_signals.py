@@ -124,6 +124,11 @@ def test_the_http_probe_is_audited_but_names_nothing_to_crawl() -> None:
     }
 
 
+def test_an_external_http_url_is_no_page_of_the_https_site() -> None:
+    row, _ = _http_row("http://elsewhere.example/page", check_only=True)
+    assert not {"ALERT_HTTP_PAGE_ON_HTTPS_SITE", "ALERT_HTTPS_REDIRECT_MISSING"} & set(row["alerts"])
+
+
 def test_https_start_urls_get_an_http_probe_on_the_default_port_only() -> None:
     from seolens_core.crawl._seed import https_probes
 
