@@ -9,11 +9,12 @@ import csv
 import json
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from infra.fixture_site import FixtureServer
+from infra.fixture_site import FixtureServer, RequestRecord
 from infra.fixture_site._signals import (
     FAMILY_CODES,
     HTTPS_EXPECTED,
@@ -57,7 +58,7 @@ def signals_crawl(
         yield {"run": run, "base": base, **_outputs(out, base)}
 
 
-def _outputs(out: Any, base: str) -> dict[str, Any]:
+def _outputs(out: Path, base: str) -> dict[str, Any]:
     pages = [json.loads(line) for line in (out / "pages.jsonl").read_text().splitlines() if line]
     with (out / "findings.csv").open() as fh:
         findings = list(csv.DictReader(fh))
@@ -74,7 +75,7 @@ def _default_ports(monkeypatch: pytest.MonkeyPatch, server: FixtureServer) -> No
     port the fixture site answers TLS and plain http on (as a real site's two ports would)."""
     real_resolve = socket.getaddrinfo
     real_connect = _stream.AsyncioBackend.connect_tcp
-    ports = {}
+    ports: dict[tuple[str, int], int] = {}
     for site in (SECURE, LAX):
         ip, port = server.host_port(site)
         ports.update({(ip, 443): port, (ip, 80): port})
@@ -108,7 +109,8 @@ def https_crawl(
         )
         out = tmp_path_factory.mktemp("signals-https")
         run = run_crawl(local_cloud, settings, workers=2, out_dir=out)
-        yield {"run": run, "server": server, **_outputs(out, "")}
+        logs = {site: server.log(site) for site in (SECURE, LAX)}
+    yield {"run": run, "logs": logs, **_outputs(out, "")}
 
 
 def _found(crawl: dict[str, Any], codes: set[str]) -> set[tuple[str, str]]:
@@ -239,14 +241,14 @@ def test_https_columns_say_how_pages_were_served(https_crawl: dict[str, Any]) ->
 
 
 def test_one_probe_of_the_http_twin_per_https_start_url(https_crawl: dict[str, Any]) -> None:
-    server: FixtureServer = https_crawl["server"]
+    logs: dict[str, list[RequestRecord]] = https_crawl["logs"]
     for site, name in ((SECURE, SECURE_NAME), (LAX, LAX_NAME)):
-        log = [r for r in server.log(site) if r.host_header == name]
+        log = [r for r in logs[site] if r.host_header == name]
         plain = sorted(r.path for r in log if not r.tls)
         over_tls = sorted(r.path for r in log if r.tls)
         assert over_tls.count("/") == 1 and plain.count("/") == 1, (site, plain)
         if site == LAX:  # the probe's page is audited, its links are not followed over http
             assert plain == ["/", "/legacy", "/robots.txt"]
     # secure.test's twin and its http link were answered with a redirect, and followed to https only.
-    secure = [r for r in server.log(SECURE) if not r.tls]
+    secure = [r for r in logs[SECURE] if not r.tls]
     assert {r.status for r in secure} == {308}
